@@ -1,0 +1,78 @@
+"""Definitions that configure the runtime (the seed's `Definitions`): models, agents, executors,
+hooks, MCP servers and skills. `setDefinitions` carries them; config files hold them."""
+
+from __future__ import annotations
+
+import attrs
+
+from openvaala_lsp.model import ModelRef
+
+MODEL_APIS = ("openai-chat", "openai-responses", "anthropic", "ollama")
+
+
+@attrs.define(kw_only=True)
+class ModelDefinition:
+    ref: ModelRef
+    api: str  # one of MODEL_APIS
+    base_url: str | None = None
+    api_key_env: str | None = None  # the environment variable holding the key; the key is never stored
+    context_window: int = 0
+    max_output_tokens: int | None = None
+    compact_threshold: int | None = None
+    display_name: str | None = None
+
+
+@attrs.define(kw_only=True)
+class AgentDefinition:
+    name: str
+    description: str | None = None
+    default_model: ModelRef | None = None
+    instructions: str | None = None
+    tools: list[str] | None = None
+    skills: list[str] | None = None
+    mcp_servers: list[str] | None = None
+
+
+@attrs.define(kw_only=True)
+class ExecutorDefinition:
+    id: str
+    kind: str = "local"
+    description: str | None = None
+
+
+@attrs.define(kw_only=True)
+class HookDefinition:
+    name: str
+    event: str
+    matcher: str | None = None
+    command: str
+    timeout_ms: int | None = None
+
+
+@attrs.define(kw_only=True)
+class MCPServerDefinition:
+    name: str
+    transport: str  # "stdio" | "http"
+    command: str | None = None
+    args: list[str] | None = None
+    env: dict[str, str] | None = None
+    url: str | None = None
+    headers: dict[str, str] | None = None
+
+
+@attrs.define(kw_only=True)
+class Skill:
+    name: str
+    description: str
+    path: str | None = None
+    body: str | None = None
+
+
+@attrs.define(kw_only=True)
+class Definitions:
+    agents: list[AgentDefinition] = attrs.Factory(list)
+    executors: list[ExecutorDefinition] = attrs.Factory(list)
+    hooks: list[HookDefinition] = attrs.Factory(list)
+    mcp_servers: list[MCPServerDefinition] = attrs.Factory(list)
+    models: list[ModelDefinition] = attrs.Factory(list)
+    skills: list[Skill] = attrs.Factory(list)

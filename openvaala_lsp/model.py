@@ -1,0 +1,297 @@
+"""Domain types of the runtime (the Go package `defs` of the seed).
+
+Plain attrs data: no JSON-RPC, no storage. The protocol layer puts these on the wire through its one
+converter (lowerCamelCase, `None` fields omitted); storage persists them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+import secrets
+import time
+from typing import Generic, TypeVar
+
+import attrs
+
+T = TypeVar("T")
+C = TypeVar("C")
+
+ConversationId = str
+SessionId = str
+TurnId = str
+ItemId = str
+ModelCallId = str
+Ordinal = int
+
+
+def new_id(prefix: str) -> str:
+    """Time-ordered opaque id: `prefix_` + 12 hex digits of ms clock + 8 random hex digits.
+
+    Time order keeps ids sortable, which is what makes keyset pagination by (created_at, id) stable.
+    """
+    return f"{prefix}_{int(time.time() * 1000):012x}{secrets.token_hex(4)}"
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+class TurnStatus(enum.StrEnum):
+    RUNNING = "running"
+    COMPLETED = "completed"
+    INTERRUPTED = "interrupted"
+    FAILED = "failed"
+
+
+class ItemType(enum.StrEnum):
+    USER_MESSAGE = "userMessage"
+    ASSISTANT_MESSAGE = "assistantMessage"
+    REASONING = "reasoning"
+    TOOL_CALL = "toolCall"
+    TOOL_RESULT = "toolResult"
+    COMPACTION = "compaction"
+    ERROR = "error"
+
+
+class ItemStatus(enum.StrEnum):
+    PENDING = "pending"
+    STREAMING = "streaming"
+    COMPLETED = "completed"
+    WITHDRAWN = "withdrawn"
+    INTERRUPTED = "interrupted"
+
+
+class SessionState(enum.StrEnum):
+    IDLE = "idle"
+    RUNNING = "running"
+    COMPACTING = "compacting"
+    CLOSED = "closed"
+
+
+class ContextUsageSource(enum.StrEnum):
+    ACTUAL = "actual"
+    ESTIMATED = "estimated"
+    UNKNOWN = "unknown"
+
+
+class SessionInputMode(enum.StrEnum):
+    QUEUE = "queue"
+    STEER = "steer"
+    INTERRUPT = "interrupt"
+
+
+class Order(enum.StrEnum):
+    ASC = "asc"
+    DESC = "desc"
+
+
+class AddressKind(enum.StrEnum):
+    USER = "user"
+    SESSION = "session"
+    CLIENT = "client"
+    HOOK = "hook"
+
+
+@attrs.define(kw_only=True)
+class ModelRef:
+    provider: str
+    name: str
+
+
+@attrs.define(kw_only=True)
+class ModelSelection:
+    model: ModelRef | None = None
+    reasoning_effort: str | None = None
+
+
+@attrs.define(kw_only=True)
+class ExecutorSettings:
+    executor_id: str | None = None
+    directory: str | None = None
+
+
+@attrs.define(kw_only=True)
+class ForkedFrom:
+    conversation_id: ConversationId
+    turn_id: TurnId | None = None
+
+
+@attrs.define(kw_only=True)
+class Conversation:
+    id: ConversationId
+    title: str = ""
+    agent_name: str = ""
+    archived: bool = False
+    ephemeral: bool = False
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    executor_settings: ExecutorSettings = attrs.Factory(ExecutorSettings)
+    model: ModelSelection | None = None
+    forked_from: ForkedFrom | None = None
+
+
+@attrs.define(kw_only=True)
+class ConversationListEntry:
+    conversation: Conversation
+    last_activity_at: dt.datetime | None = None
+    running: bool = False
+
+
+@attrs.define(kw_only=True)
+class Session:
+    id: SessionId
+    conversation_id: ConversationId
+    agent_name: str = ""
+    model: ModelSelection = attrs.Factory(ModelSelection)
+    created_at: dt.datetime
+    parent_session_id: SessionId | None = None
+
+
+@attrs.define(kw_only=True)
+class TokenUsage:
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(**{f: getattr(self, f) + getattr(other, f) for f in attrs.fields_dict(TokenUsage)})
+
+
+@attrs.define(kw_only=True)
+class ErrorInfo:
+    """A failure carried as data (turn errors, `error` events, subscription close reasons)."""
+
+    kind: str
+    message: str
+
+
+@attrs.define(kw_only=True)
+class Turn:
+    id: TurnId
+    conversation_id: ConversationId
+    session_id: SessionId
+    status: TurnStatus = TurnStatus.RUNNING
+    started_at: dt.datetime
+    ended_at: dt.datetime | None = None
+    model: ModelRef | None = None
+    usage: TokenUsage = attrs.Factory(TokenUsage)
+    error: ErrorInfo | None = None
+
+
+@attrs.define(kw_only=True)
+class Content:
+    """`{type: "text", text}` or `{type: "image", mimeType, data}` (data is base64)."""
+
+    type: str
+    text: str | None = None
+    mime_type: str | None = None
+    data: str | None = None
+
+
+@attrs.define(kw_only=True)
+class Address:
+    kind: AddressKind
+    session_id: SessionId | None = None
+    name: str | None = None
+
+
+@attrs.define(kw_only=True)
+class ToolCall:
+    call_id: str
+    name: str
+    arguments: str = "{}"  # the model's JSON text, kept verbatim (it may be invalid JSON)
+
+
+@attrs.define(kw_only=True)
+class ToolResult:
+    call_id: str
+    name: str = ""
+    is_error: bool = False
+
+
+@attrs.define(kw_only=True)
+class Item:
+    id: ItemId
+    conversation_id: ConversationId
+    session_id: SessionId
+    turn_id: TurnId | None = None
+    type: ItemType
+    status: ItemStatus = ItemStatus.COMPLETED
+    created_at: dt.datetime
+    content: list[Content] | None = None
+    from_: Address | None = None
+    tool_call: ToolCall | None = None
+    tool_result: ToolResult | None = None
+
+
+@attrs.define(kw_only=True)
+class LoggedItem:
+    ordinal: Ordinal
+    item: Item
+
+
+@attrs.define(kw_only=True)
+class ModelCall:
+    """One request to a model provider: the row a user's token-usage SQL reads."""
+
+    id: ModelCallId
+    conversation_id: ConversationId
+    session_id: SessionId
+    turn_id: TurnId
+    provider: str
+    model: str
+    started_at: dt.datetime
+    latency_ms: int = 0
+    first_token_ms: int | None = None
+    usage: TokenUsage = attrs.Factory(TokenUsage)
+    usage_estimated: bool = False
+    workspace: str | None = None
+    error: str | None = None
+
+
+@attrs.define(kw_only=True)
+class ContextUsage:
+    source: ContextUsageSource = ContextUsageSource.UNKNOWN
+    tokens: int = 0
+    window: int = 0
+
+
+@attrs.define(kw_only=True)
+class SessionRuntimeInfo:
+    session: Session
+    state: SessionState = SessionState.IDLE
+    active_turn_id: TurnId | None = None
+    active_turn_model: ModelSelection | None = None
+    last_turn_id: TurnId | None = None
+    last_turn_status: TurnStatus | None = None
+    context: ContextUsage = attrs.Factory(ContextUsage)
+    usage: TokenUsage = attrs.Factory(TokenUsage)
+
+
+@attrs.define(kw_only=True)
+class WorkspaceFolder:
+    name: str
+    path: str
+
+
+@attrs.define(kw_only=True)
+class Page(Generic[T, C]):
+    """One page of a list; `next_cursor` is absent on the last page. Items use the ordinal as cursor,
+    records an opaque string."""
+
+    items: list[T]
+    next_cursor: C | None = None
+
+
+@attrs.define(kw_only=True)
+class PendingInput:
+    """An input accepted but not yet taken into a turn (queue or steer), kept across restarts."""
+
+    item: Item
+    mode: SessionInputMode = SessionInputMode.QUEUE
+    input_id: str | None = None
+    turn_id: TurnId | None = None  # the turn a steer targets

@@ -1,0 +1,23 @@
+"""JSON-RPC error codes of PROTOCOL.md section 5, keyed by error kind."""
+
+from __future__ import annotations
+
+from openvaala_lsp.runtime import errors
+
+CODES: dict[str, int] = {
+    errors.ConversationNotFound.kind: -32010,
+    errors.ConversationNotOpen.kind: -32011,
+    errors.ConversationReconfigured.kind: -32012,
+    errors.NoModelConfigured.kind: -32013,
+    errors.RuntimeStopped.kind: -32014,
+    errors.SessionNotFound.kind: -32015,
+    errors.SubscriberTooSlow.kind: -32016,
+    errors.NotFound.kind: -32017,
+    errors.InvalidState.kind: -32018,
+    errors.WorkspaceDenied.kind: -32019,
+    errors.InvalidParams.kind: -32602,
+}
+
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603

@@ -1,0 +1,1 @@
+"""Model providers: one streaming client per API dialect, on httpx."""

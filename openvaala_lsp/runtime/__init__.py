@@ -1,0 +1,1 @@
+"""The runtime core: conversations, sessions, turns, subscriptions. Knows nothing of JSON-RPC."""

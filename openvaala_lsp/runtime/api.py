@@ -1,0 +1,506 @@
+"""Requests and results of the runtime API: one request type per `Runtime` method of the seed.
+
+Field names follow the Go structs in snake_case; the protocol layer renames them to lowerCamelCase.
+Fields with a default are optional on the wire.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from openvaala_lsp.definitions import ModelDefinition
+from openvaala_lsp.model import (
+    Address,
+    Content,
+    ContextUsage,
+    ConversationId,
+    ExecutorSettings,
+    Item,
+    ItemId,
+    ModelCallId,
+    ModelRef,
+    ModelSelection,
+    Order,
+    Ordinal,
+    Session,
+    SessionId,
+    SessionInputMode,
+    SessionRuntimeInfo,
+    TokenUsage,
+    Turn,
+    TurnId,
+    WorkspaceFolder,
+)
+from openvaala_lsp.runtime.errors import FieldError
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 500
+
+
+def _check_limit(instance: Any, attribute: attrs.Attribute[int | None], value: int | None) -> None:
+    if value is not None and not 1 <= value <= MAX_LIMIT:
+        raise FieldError(attribute.name, f"must be between 1 and {MAX_LIMIT}")
+
+
+def _check_environment(instance: Any, attribute: attrs.Attribute[list[str] | None], value: list[str] | None) -> None:
+    for entry in value or ():
+        if "=" not in entry or entry.startswith("="):
+            raise FieldError(attribute.name, f"entries are KEY=VALUE strings, got {entry!r}")
+
+
+# Conversations
+
+
+@attrs.define(kw_only=True)
+class CreateConversationRequest:
+    agent_name: str = ""
+    environment: list[str] | None = attrs.field(default=None, validator=_check_environment)
+    ephemeral: bool = False
+    executor_settings: ExecutorSettings | None = None
+    model: ModelSelection | None = None
+
+
+@attrs.define(kw_only=True)
+class OpenConversationRequest:
+    conversation_id: ConversationId
+    environment: list[str] | None = attrs.field(default=None, validator=_check_environment)
+
+
+@attrs.define(kw_only=True)
+class GetConversationRequest:
+    conversation_id: ConversationId
+
+
+@attrs.define(kw_only=True)
+class IsConversationOpenResult:
+    open: bool
+
+
+@attrs.define(kw_only=True)
+class ListConversationsRequest:
+    cursor: str | None = None
+    limit: int | None = attrs.field(default=None, validator=_check_limit)
+    order: Order = Order.DESC
+    archived: bool | None = None
+    query: str | None = None
+
+
+@attrs.define(kw_only=True)
+class DeleteConversationRequest:
+    conversation_id: ConversationId
+
+
+@attrs.define(kw_only=True)
+class ForkConversationRequest:
+    conversation_id: ConversationId
+    before_turn_id: TurnId | None = None
+    last_turn_id: TurnId | None = None
+    environment: list[str] | None = attrs.field(default=None, validator=_check_environment)
+    executor_settings: ExecutorSettings | None = None
+    model: ModelSelection | None = None
+
+
+@attrs.define(kw_only=True)
+class SetConversationArchivedRequest:
+    conversation_id: ConversationId
+    archived: bool
+
+
+@attrs.define(kw_only=True)
+class SetConversationTitleRequest:
+    conversation_id: ConversationId
+    title: str
+
+
+@attrs.define(kw_only=True)
+class SetConversationExecutorSettingsRequest:
+    conversation_id: ConversationId
+    executor_settings: ExecutorSettings
+
+
+@attrs.define(kw_only=True)
+class Empty:
+    """The result of methods that return only an error in Go."""
+
+
+# Input and turns
+
+
+@attrs.define(kw_only=True)
+class SubmitInputRequest:
+    conversation_id: ConversationId
+    content: list[Content]
+    input_id: str | None = None
+    from_: Address | None = None
+    mode: SessionInputMode = SessionInputMode.QUEUE
+
+
+@attrs.define(kw_only=True)
+class SubmitInputResult:
+    item_id: ItemId
+
+
+@attrs.define(kw_only=True)
+class SteerInputRequest:
+    conversation_id: ConversationId
+    item_id: ItemId
+    turn_id: TurnId
+
+
+@attrs.define(kw_only=True)
+class WithdrawInputRequest:
+    conversation_id: ConversationId
+    item_id: ItemId
+
+
+@attrs.define(kw_only=True)
+class WithdrawInputResult:
+    items: list[Item]
+
+
+@attrs.define(kw_only=True)
+class InterruptTurnRequest:
+    conversation_id: ConversationId
+
+
+@attrs.define(kw_only=True)
+class TurnIdResult:
+    turn_id: TurnId
+
+
+@attrs.define(kw_only=True)
+class InterruptTurnWithInputRequest:
+    conversation_id: ConversationId
+    item_id: ItemId
+    turn_id: TurnId
+
+
+@attrs.define(kw_only=True)
+class CompactContextRequest:
+    conversation_id: ConversationId
+
+
+@attrs.define(kw_only=True)
+class GetTurnsRequest:
+    conversation_id: ConversationId
+    turn_ids: list[TurnId]
+    session_id: SessionId | None = None
+
+
+@attrs.define(kw_only=True)
+class GetTurnsResult:
+    turns: list[Turn]
+
+
+@attrs.define(kw_only=True)
+class ListTurnsRequest:
+    conversation_id: ConversationId
+    session_id: SessionId | None = None
+    cursor: str | None = None
+    limit: int | None = attrs.field(default=None, validator=_check_limit)
+    order: Order = Order.ASC
+
+
+@attrs.define(kw_only=True)
+class ListItemsRequest:
+    conversation_id: ConversationId
+    session_id: SessionId | None = None
+    cursor: Ordinal | None = None
+    limit: int | None = attrs.field(default=None, validator=_check_limit)
+    order: Order = Order.ASC
+
+
+# Sessions
+
+
+@attrs.define(kw_only=True)
+class ListSessionsRequest:
+    conversation_id: ConversationId
+    cursor: str | None = None
+    limit: int | None = attrs.field(default=None, validator=_check_limit)
+
+
+@attrs.define(kw_only=True)
+class GetSessionByIdRequest:
+    session_id: SessionId
+
+
+@attrs.define(kw_only=True)
+class SessionRequest:
+    """`getSessionDetails` and `getSessionContextUsage` take the same fields."""
+
+    conversation_id: ConversationId
+    session_id: SessionId
+
+
+@attrs.define(kw_only=True)
+class PendingInputInfo:
+    item: Item
+    mode: SessionInputMode
+    turn_id: TurnId | None = None
+
+
+@attrs.define(kw_only=True)
+class SessionDetails:
+    session: Session
+    info: SessionRuntimeInfo
+    turn_count: int
+    item_count: int
+    usage: TokenUsage
+    pending_inputs: list[PendingInputInfo]
+
+
+@attrs.define(kw_only=True)
+class ItemTokens:
+    item_id: ItemId
+    tokens: int
+
+
+@attrs.define(kw_only=True)
+class LastRequestUsage:
+    estimated_tokens: int
+    model: ModelRef
+    model_call_id: ModelCallId
+    usage: TokenUsage
+
+
+@attrs.define(kw_only=True)
+class SessionContextUsage:
+    items: list[ItemTokens]
+    next_request: ContextUsage
+    system_tokens: int
+    threshold_tokens: int
+    tool_tokens: int
+    window: int
+    last_request: LastRequestUsage | None = None
+
+
+@attrs.define(kw_only=True)
+class SetSessionModelRequest:
+    conversation_id: ConversationId
+    session_id: SessionId
+    model: ModelSelection
+
+
+# Subscriptions
+
+
+@attrs.define(kw_only=True)
+class SubscribeConversationRequest:
+    conversation_id: ConversationId
+
+
+@attrs.define(kw_only=True)
+class SubscribeConversationResult:
+    subscription_id: str
+    title: str
+    sessions: list[SessionRuntimeInfo]
+
+
+@attrs.define(kw_only=True)
+class SubscribeSessionRequest:
+    conversation_id: ConversationId
+    session_id: SessionId
+
+
+@attrs.define(kw_only=True)
+class StreamingItem:
+    item_index: int
+    item: Item
+
+
+@attrs.define(kw_only=True)
+class SubscribeSessionResult:
+    subscription_id: str
+    last_saved_ordinal: Ordinal
+    pending_inputs: list[PendingInputInfo]
+    streaming_items: list[StreamingItem]
+
+
+@attrs.define(kw_only=True)
+class NoParams:
+    """Params of methods that take none (`{}` or absent on the wire)."""
+
+
+@attrs.define(kw_only=True)
+class RunningConversations:
+    conversation_ids: list[ConversationId]
+
+
+@attrs.define(kw_only=True)
+class SubscribeRunningConversationsResult:
+    subscription_id: str
+    initial: RunningConversations
+
+
+@attrs.define(kw_only=True)
+class UnsubscribeRequest:
+    subscription_id: str
+
+
+# Definitions
+
+
+@attrs.define(kw_only=True)
+class AgentInfo:
+    name: str
+    description: str = ""
+    default_model: ModelRef | None = None
+
+
+@attrs.define(kw_only=True)
+class ListAgentsResult:
+    agents: list[AgentInfo]
+
+
+@attrs.define(kw_only=True)
+class ListModelsRequest:
+    agent_name: str | None = None
+
+
+@attrs.define(kw_only=True)
+class ModelList:
+    models: list[ModelDefinition]
+    agent_default_model: ModelRef | None = None
+
+
+@attrs.define(kw_only=True)
+class ExecutorDetails:
+    id: str
+    kind: str
+    description: str = ""
+
+
+@attrs.define(kw_only=True)
+class ListExecutorsResult:
+    executors: list[ExecutorDetails]
+
+
+@attrs.define(kw_only=True)
+class HookInfo:
+    name: str
+    event: str
+    command: str
+    matcher: str | None = None
+    timeout_ms: int | None = None
+
+
+@attrs.define(kw_only=True)
+class GetHooksResult:
+    hooks: list[HookInfo]
+
+
+@attrs.define(kw_only=True)
+class MCPServerInfo:
+    name: str
+    transport: str
+    status: str  # "starting" | "ready" | "failed"
+    error: str | None = None
+    tools: list[str] = attrs.Factory(list)
+    client_id: str | None = None
+
+
+@attrs.define(kw_only=True)
+class GetMcpServersResult:
+    servers: list[MCPServerInfo]
+
+
+@attrs.define(kw_only=True)
+class ClientTool:
+    name: str
+    description: str = ""
+    input_schema: dict[str, Any] = attrs.Factory(lambda: {"type": "object", "properties": {}})
+
+
+@attrs.define(kw_only=True)
+class ClientMCPServer:
+    name: str
+    tools: list[ClientTool] = attrs.Factory(list)
+
+
+@attrs.define(kw_only=True)
+class SetClientMcpServersRequest:
+    conversation_id: ConversationId
+    client_id: str
+    servers: list[ClientMCPServer]
+
+
+@attrs.define(kw_only=True)
+class GetSkillsRequest:
+    agent_name: str | None = None
+    conversation_id: ConversationId | None = None
+    executor_settings: ExecutorSettings | None = None
+
+
+@attrs.define(kw_only=True)
+class SkillInfo:
+    name: str
+    description: str
+    path: str | None = None
+
+
+@attrs.define(kw_only=True)
+class GetSkillsResult:
+    skills: list[SkillInfo]
+
+
+@attrs.define(kw_only=True)
+class SetDefinitionsResult:
+    busy_conversation_ids: list[ConversationId]
+
+
+# Workspace
+
+
+@attrs.define(kw_only=True)
+class GetWorkspaceDirectoriesRequest:
+    base_directory: str | None = None
+    directory: str | None = None
+    executor_id: str | None = None
+
+
+@attrs.define(kw_only=True)
+class WorkspaceDirectories:
+    base_directory: str
+    directory: str
+    entries: list[WorkspaceFolder]
+    workspace_folders: list[WorkspaceFolder]
+
+
+@attrs.define(kw_only=True)
+class ResolveWorkspaceDirectoryRequest:
+    directory: str
+    base_directory: str | None = None
+    executor_id: str | None = None
+
+
+@attrs.define(kw_only=True)
+class ResolveWorkspaceDirectoryResult:
+    directory: str
+
+
+@attrs.define(kw_only=True)
+class OpenTerminalWorkspaceRequest:
+    directory: str | None = None
+    environment: list[str] | None = attrs.field(default=None, validator=_check_environment)
+    executor_id: str | None = None
+
+
+@attrs.define(kw_only=True)
+class Workspace:
+    root: str
+    environment: list[str]
+
+
+@attrs.define(kw_only=True)
+class TerminalWorkspace:
+    directory: str
+    executor_id: str
+    workspace: Workspace
+
+
+@attrs.define(kw_only=True)
+class IsIdleResult:
+    idle: bool

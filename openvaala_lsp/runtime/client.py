@@ -1,0 +1,25 @@
+"""What the runtime knows of a connected client (an editor connection): no JSON-RPC here."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+
+import attrs
+
+from openvaala_lsp.model import WorkspaceFolder
+from openvaala_lsp.runtime.subscriptions import Subscription
+
+
+@attrs.define(kw_only=True, eq=False)
+class Client:
+    """A connection's identity, environment and workspace folders, and where its subscriptions go.
+
+    `workspace_folders` is asked at each use so folder changes apply at once. `attach` hands a new
+    subscription to the transport, which drains it.
+    """
+
+    client_id: str
+    environment: Mapping[str, str]
+    workspace_folders: Callable[[], Awaitable[list[WorkspaceFolder]]]
+    attach: Callable[[Subscription], None]
+    subscriptions: dict[str, Subscription] = attrs.Factory(dict)

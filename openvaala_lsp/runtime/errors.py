@@ -1,0 +1,97 @@
+"""Typed errors of the runtime API (the seed's sentinel errors plus a few more).
+
+The protocol layer maps `kind` to a JSON-RPC code; the runtime only raises these.
+"""
+
+from __future__ import annotations
+
+
+class FieldError(ValueError):
+    """Raised by request validators: a value of the right type that is out of range or malformed.
+    The protocol layer reports it as invalid params at the field's path."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class RuntimeApiError(Exception):
+    kind = "internal"
+    default_message = "internal error"
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or self.default_message)
+        self.message = message or self.default_message
+
+
+class ConversationNotFound(RuntimeApiError):
+    kind = "conversationNotFound"
+    default_message = "conversation not found"
+
+
+class ConversationNotOpen(RuntimeApiError):
+    kind = "conversationNotOpen"
+    default_message = "conversation is not open"
+
+
+class ConversationReconfigured(RuntimeApiError):
+    kind = "conversationReconfigured"
+    default_message = "conversation reconfigured"
+
+
+class NoModelConfigured(RuntimeApiError):
+    kind = "noModelConfigured"
+    default_message = "no model is configured; run openvaala to set up a model provider"
+
+
+class RuntimeStopped(RuntimeApiError):
+    kind = "runtimeStopped"
+    default_message = "runtime has stopped"
+
+
+class SessionNotFound(RuntimeApiError):
+    kind = "sessionNotFound"
+    default_message = "session not found"
+
+
+class SubscriberTooSlow(RuntimeApiError):
+    kind = "subscriberTooSlow"
+    default_message = "subscriber is too slow"
+
+
+class NotFound(RuntimeApiError):
+    kind = "notFound"
+    default_message = "not found"
+
+
+class InvalidState(RuntimeApiError):
+    kind = "invalidState"
+    default_message = "invalid state"
+
+
+class WorkspaceDenied(RuntimeApiError):
+    kind = "workspaceDenied"
+    default_message = "directory is outside the workspace folders"
+
+
+class InvalidParams(RuntimeApiError):
+    """Semantically invalid input the type system cannot catch (an empty title, an oversized image).
+    The message starts with the field path, e.g. `$.content[0].data: image larger than 5 MiB`."""
+
+    kind = "invalidParams"
+    default_message = "invalid params"
+
+
+ALL_ERRORS: tuple[type[RuntimeApiError], ...] = (
+    ConversationNotFound,
+    ConversationNotOpen,
+    ConversationReconfigured,
+    NoModelConfigured,
+    RuntimeStopped,
+    SessionNotFound,
+    SubscriberTooSlow,
+    NotFound,
+    InvalidState,
+    WorkspaceDenied,
+    InvalidParams,
+)

@@ -1,0 +1,80 @@
+"""Subscriptions: a bounded event buffer per subscriber.
+
+Publishing never blocks the runtime: when a subscriber's buffer is full (its client stopped
+reading) the subscription closes with `subscriberTooSlow` and the events are dropped for it alone.
+The transport side drains buffers with `next_batch`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+from openvaala_lsp.model import ErrorInfo
+from openvaala_lsp.runtime.errors import SubscriberTooSlow
+
+DEFAULT_CAPACITY = 10_000
+
+_ids = itertools.count(1)
+
+CONVERSATION = "conversation"
+SESSION = "session"
+RUNNING = "running"
+
+
+class Subscription:
+    def __init__(
+        self,
+        kind: str,
+        owner: str,
+        *,
+        capacity: int = DEFAULT_CAPACITY,
+        on_close: Callable[[Subscription], None] | None = None,
+        key: Any = None,
+    ) -> None:
+        self.id = f"sub_{next(_ids)}"
+        self.kind = kind
+        self.owner = owner  # the client that may unsubscribe it
+        self.key = key  # what it watches: a conversation id, (conversation id, session id), None
+        self.capacity = capacity
+        self.close_reason: ErrorInfo | None = None
+        self._events: collections.deque[Any] = collections.deque()
+        self._ready = asyncio.Event()
+        self._on_close = on_close
+
+    @property
+    def closed(self) -> bool:
+        return self.close_reason is not None
+
+    def publish(self, event: Any) -> None:
+        if self.close_reason is not None:
+            return
+        if len(self._events) >= self.capacity:
+            self.close(ErrorInfo(kind=SubscriberTooSlow.kind, message=SubscriberTooSlow.default_message))
+            return
+        self._events.append(event)
+        self._ready.set()
+
+    def close(self, reason: ErrorInfo) -> None:
+        """Ends the subscription; events not yet taken are dropped (the client re-lists and resubscribes)."""
+        if self.close_reason is not None:
+            return
+        self.close_reason = reason
+        self._events.clear()
+        self._ready.set()
+        if self._on_close is not None:
+            self._on_close(self)
+
+    async def next_batch(self, limit: int) -> list[Any]:
+        """Up to `limit` events, waiting for at least one; [] once closed."""
+        while not self._events and self.close_reason is None:
+            self._ready.clear()
+            await self._ready.wait()
+        batch = [self._events.popleft() for _ in range(min(limit, len(self._events)))]
+        return batch
+
+    def pending(self) -> int:
+        return len(self._events)

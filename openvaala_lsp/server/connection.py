@@ -1,0 +1,345 @@
+"""One editor connection: a pygls LanguageServer that translates `openvaala/*` requests into runtime
+calls and drains the connection's subscriptions into notifications.
+
+A connection reads LSP frames from any async reader and writes to any stream writer, so the same
+code serves stdio (standalone) and the runtime host's Unix socket connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from openvaala_lsp import __version__
+from openvaala_lsp.model import ErrorInfo, WorkspaceFolder, new_id
+from openvaala_lsp.protocol.converter import ParamsError, describe_error, structure, unstructure
+from openvaala_lsp.protocol.errors import CODES, INTERNAL_ERROR, INVALID_PARAMS
+from openvaala_lsp.protocol.methods import PREFIX, REQUESTS, RequestSpec
+from openvaala_lsp.runtime import events, subscriptions
+from openvaala_lsp.runtime.client import Client
+from openvaala_lsp.runtime.core import Runtime
+from openvaala_lsp.runtime.errors import InvalidParams, RuntimeApiError, RuntimeStopped
+from openvaala_lsp.runtime.subscriptions import Subscription
+from openvaala_lsp.server.framing import FramingError, frame, read_bodies
+from openvaala_lsp.server.protocol import OpenvaalaProtocol, RpcError, runtime_stopped_error, shared_converter
+
+logger = logging.getLogger(__name__)
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+SERVER_NOT_INITIALIZED = -32002
+DEFAULT_EVENT_BATCH_MS = 4
+MAX_EVENTS_PER_NOTIFICATION = 512
+FOLDERS_REQUEST_TIMEOUT = 5.0
+
+NOTIFY = {
+    subscriptions.CONVERSATION: PREFIX + "conversationEvent",
+    subscriptions.SESSION: PREFIX + "sessionEvent",
+    subscriptions.RUNNING: PREFIX + "runningConversations",
+}
+
+
+class Writer:
+    """pygls' writer interface over an asyncio stream writer; writes never block the loop."""
+
+    def __init__(self, stream: asyncio.StreamWriter) -> None:
+        self.stream = stream
+
+    def write(self, data: bytes) -> None:
+        if not self.stream.is_closing():
+            self.stream.write(data)
+
+    def close(self) -> None:
+        self.stream.close()
+
+    async def drain(self) -> None:
+        try:
+            await self.stream.drain()
+        except ConnectionError:
+            pass
+
+
+def coalesce(batch: list[Any]) -> list[Any]:
+    """Merges consecutive deltas of one item; the result describes exactly the same state."""
+    merged: list[Any] = []
+    for event in batch:
+        last = merged[-1] if merged else None
+        if isinstance(event, events.ItemDelta) and isinstance(last, events.ItemDelta) and last.item_id == event.item_id:
+            merged[-1] = events.ItemDelta(
+                item_index=last.item_index, item_id=last.item_id, delta=last.delta + event.delta
+            )
+        else:
+            merged.append(event)
+    return merged
+
+
+def _rpc_error(error: RuntimeApiError) -> RpcError:
+    return RpcError(error.message, CODES.get(error.kind, INTERNAL_ERROR), {"kind": error.kind})
+
+
+def _params_error(method: str, problems: list[str]) -> RpcError:
+    return RpcError(
+        f"invalid params for {method}: {'; '.join(problems)}",
+        INVALID_PARAMS,
+        {"kind": "invalidParams", "errors": problems},
+    )
+
+
+class Connection(LanguageServer):
+    def __init__(
+        self,
+        runtime: asyncio.Future[Runtime],
+        writer: asyncio.StreamWriter,
+        *,
+        environment: Mapping[str, str],
+        cwd: str,
+        on_shutdown: Callable[[Connection], Any] | None = None,
+    ) -> None:
+        super().__init__(
+            "openvaala-lsp", __version__, protocol_cls=OpenvaalaProtocol, converter_factory=shared_converter
+        )
+        self.runtime_future = runtime
+        self.writer = Writer(writer)
+        self.protocol.set_writer(self.writer)
+        self.protocol.methods = list(self._register_requests())  # type: ignore[attr-defined]
+        self.cwd = cwd
+        self.client = Client(
+            client_id=new_id("client"),
+            environment=dict(environment),
+            workspace_folders=self.workspace_folders,
+            attach=self._attach,
+        )
+        self.initialized = False
+        self.closed = False
+        self.exited = False
+        self.shutdown_requested = False
+        self._event_batch = DEFAULT_EVENT_BATCH_MS / 1000
+        self._asked_folders: list[WorkspaceFolder] | None = None
+        self._pumps: set[asyncio.Task[None]] = set()
+        self._on_shutdown = on_shutdown
+        self._register_lifecycle()
+
+    # Requests
+
+    def _register_requests(self) -> list[str]:
+        registered = []
+        for spec in REQUESTS.values():
+            if hasattr(Runtime, spec.runtime):
+                self.feature(spec.method)(_handler(spec))
+                registered.append(spec.method)
+        return registered
+
+    async def call(self, spec: RequestSpec, params: Any) -> Any:
+        if not self.initialized:
+            raise RpcError("server not initialized", SERVER_NOT_INITIALIZED, {"kind": "serverNotInitialized"})
+        try:
+            request: Any = structure({} if params is None else params, spec.params)
+        except ParamsError as exc:
+            raise _params_error(spec.method, exc.problems) from None
+        runtime = await self._runtime()
+        try:
+            result = await getattr(runtime, spec.runtime)(self.client, request)
+        except InvalidParams as exc:
+            raise _params_error(spec.method, [exc.message]) from None
+        except RuntimeApiError as exc:
+            raise _rpc_error(exc) from None
+        except Exception:
+            logger.exception("%s failed", spec.method)
+            raise RpcError(f"internal error in {spec.method}", INTERNAL_ERROR, {"kind": "internal"}) from None
+        return unstructure(result)
+
+    async def _runtime(self) -> Runtime:
+        try:
+            runtime = await asyncio.shield(self.runtime_future)
+        except RuntimeApiError as exc:
+            raise _rpc_error(exc) from None
+        if runtime.stopped or self.shutdown_requested:
+            raise runtime_stopped_error()
+        return runtime
+
+    # Lifecycle
+
+    def _register_lifecycle(self) -> None:
+        @self.feature(types.INITIALIZE)
+        def on_initialize(ls: Connection, params: types.InitializeParams) -> None:
+            options = params.initialization_options
+            openvaala = options.get("openvaala") if isinstance(options, dict) else None
+            if isinstance(openvaala, dict):
+                if isinstance(client_id := openvaala.get("clientId"), str) and client_id:
+                    ls.client.client_id = client_id
+                batch_ms = openvaala.get("eventBatchMs")
+                if isinstance(batch_ms, (int, float)) and not isinstance(batch_ms, bool) and 0 <= batch_ms <= 1000:
+                    ls._event_batch = batch_ms / 1000
+            ls.initialized = True
+
+        @self.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+        def on_folders_changed(ls: Connection, params: types.DidChangeWorkspaceFoldersParams) -> None:
+            ls._asked_folders = None
+
+        @self.feature(types.SHUTDOWN)
+        async def on_shutdown(ls: Connection, params: Any) -> None:
+            ls.shutdown_requested = True
+            if ls._on_shutdown is not None:
+                await ls._on_shutdown(ls)
+
+        @self.feature(types.EXIT)
+        def on_exit(ls: Connection, params: Any) -> None:
+            ls.exited = True
+
+    async def serve(self, reader: Any) -> None:
+        """Reads and dispatches messages until EOF or `exit`, then releases the connection."""
+        try:
+            async for body in read_bodies(reader):
+                self._dispatch(body)
+                if self.exited:
+                    break
+        except FramingError as exc:
+            logger.error("closing connection: %s", exc)
+        finally:
+            await self.close()
+
+    def _dispatch(self, body: bytes) -> None:
+        try:
+            data = json.loads(body)
+        except ValueError as exc:
+            self._reply_error(None, PARSE_ERROR, f"parse error: {exc}")
+            return
+        if not isinstance(data, dict) or data.get("jsonrpc") != "2.0" or not ("method" in data or "id" in data):
+            msg_id = data.get("id") if isinstance(data, dict) else None
+            self._reply_error(msg_id, INVALID_REQUEST, "invalid request: expected a JSON-RPC 2.0 message object")
+            return
+        if "method" in data and not isinstance(data["method"], str):
+            self._reply_error(data.get("id"), INVALID_REQUEST, "invalid request: method must be a string")
+            return
+        try:
+            message = self.protocol.structure_message(data)
+        except JsonRpcException as exc:
+            if "id" in data and "method" in data:
+                cause = exc.__cause__
+                problems = describe_error(cause) if cause is not None else [str(exc)]
+                self._reply_error(
+                    data["id"],
+                    INVALID_PARAMS,
+                    f"invalid params for {data['method']}: {'; '.join(problems)}",
+                    {"kind": "invalidParams", "errors": problems},
+                )
+            return
+        self.protocol.handle_message(message)
+
+    def _reply_error(self, msg_id: Any, code: int, message: str, data: Any = None) -> None:
+        error: dict[str, Any] = {"code": code, "message": message}
+        if data is not None:
+            error["data"] = data
+        self.writer.write(frame({"jsonrpc": "2.0", "id": msg_id, "error": error}))
+
+    async def close(self) -> None:
+        """The editor went away or said `exit`: stop its work, end its subscriptions."""
+        self.closed = True
+        for future in list(self.protocol._request_futures.values()):
+            future.cancel()
+        if self.runtime_future.done() and not self.runtime_future.exception():
+            self.runtime_future.result().disconnect(self.client)
+        for pump in list(self._pumps):
+            pump.cancel()
+        await self.writer.drain()
+        self.writer.close()
+
+    # Workspace folders: initialize / didChangeWorkspaceFolders, else ask the client, else rootUri, else cwd
+
+    async def workspace_folders(self) -> list[WorkspaceFolder]:
+        workspace = self.workspace
+        folders = [
+            WorkspaceFolder(name=folder.name, path=path)
+            for folder in workspace.folders.values()
+            if (path := to_fs_path(folder.uri))
+        ]
+        if folders:
+            return folders
+        if self._asked_folders is None and self._client_supports_folders():
+            self._asked_folders = await self._ask_folders()
+        if self._asked_folders:
+            return self._asked_folders
+        root = workspace.root_path
+        if root:
+            return [WorkspaceFolder(name=os.path.basename(root) or root, path=root)]
+        return [WorkspaceFolder(name=os.path.basename(self.cwd) or self.cwd, path=self.cwd)]
+
+    def _client_supports_folders(self) -> bool:
+        capabilities = self.protocol.client_capabilities
+        return bool(capabilities and capabilities.workspace and capabilities.workspace.workspace_folders)
+
+    async def _ask_folders(self) -> list[WorkspaceFolder]:
+        try:
+            answer = await asyncio.wait_for(self.workspace_workspace_folders_async(None), FOLDERS_REQUEST_TIMEOUT)
+        except (TimeoutError, JsonRpcException):
+            logger.warning("the client did not answer workspace/workspaceFolders")
+            return []
+        return [
+            WorkspaceFolder(name=folder.name, path=path) for folder in answer or [] if (path := to_fs_path(folder.uri))
+        ]
+
+    # Subscriptions
+
+    def _attach(self, sub: Subscription) -> None:
+        pump = asyncio.get_running_loop().create_task(self._pump(sub))
+        self._pumps.add(pump)
+        pump.add_done_callback(self._pumps.discard)
+
+    async def _pump(self, sub: Subscription) -> None:
+        seq = 0
+        method = NOTIFY[sub.kind]
+        while True:
+            batch = await sub.next_batch(MAX_EVENTS_PER_NOTIFICATION)
+            if not batch:
+                break
+            if sub.kind == subscriptions.SESSION:
+                if self._event_batch and len(batch) < MAX_EVENTS_PER_NOTIFICATION:
+                    await asyncio.sleep(self._event_batch)
+                    batch += await sub.next_batch(MAX_EVENTS_PER_NOTIFICATION - len(batch)) if sub.pending() else []
+                seq += 1
+                params: dict[str, Any] = {"subscriptionId": sub.id, "seq": seq, "events": unstructure(coalesce(batch))}
+                self.writer.write(frame({"jsonrpc": "2.0", "method": method, "params": params}))
+            else:
+                for event in batch:
+                    seq += 1
+                    payload = (
+                        {"event": unstructure(event)} if sub.kind == subscriptions.CONVERSATION else unstructure(event)
+                    )
+                    self.writer.write(
+                        frame(
+                            {
+                                "jsonrpc": "2.0",
+                                "method": method,
+                                "params": {"subscriptionId": sub.id, "seq": seq, **payload},
+                            }
+                        )
+                    )
+            await self.writer.drain()
+        reason = sub.close_reason or ErrorInfo(kind=RuntimeStopped.kind, message=RuntimeStopped.default_message)
+        if not self.closed:
+            self.writer.write(
+                frame(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": PREFIX + "subscriptionClosed",
+                        "params": {"subscriptionId": sub.id, "reason": unstructure(reason)},
+                    }
+                )
+            )
+
+
+def _handler(spec: RequestSpec) -> Callable[[Connection, Any], Any]:
+    async def handler(ls: Connection, params: Any) -> Any:
+        return await ls.call(spec, params)
+
+    handler.__name__ = spec.runtime
+    return handler

@@ -1,0 +1,134 @@
+"""Standalone mode: the runtime in the editor's process, one connection over stdin/stdout."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sys
+from typing import Any, BinaryIO
+
+from openvaala_lsp import paths
+from openvaala_lsp.definitions import Definitions
+from openvaala_lsp.runtime.core import Runtime
+from openvaala_lsp.runtime.errors import RuntimeStopped
+from openvaala_lsp.server.connection import Connection
+
+logger = logging.getLogger(__name__)
+
+
+class _ThreadReader:
+    """For stdin that asyncio cannot watch (a regular file): blocking reads in a worker thread."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+
+    async def readline(self) -> bytes:
+        return await asyncio.to_thread(self._stream.readline)
+
+    async def readexactly(self, n: int) -> bytes:
+        data = await asyncio.to_thread(self._stream.read, n)
+        if len(data) < n:
+            raise asyncio.IncompleteReadError(data, n)
+        return data
+
+
+class _BlockingTransport(asyncio.WriteTransport):
+    """For stdout that asyncio cannot watch (a regular file)."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        super().__init__()
+        self._stream = stream
+        self._closing = False
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self._stream.write(data)
+        self._stream.flush()
+
+    def is_closing(self) -> bool:
+        return self._closing
+
+    def close(self) -> None:
+        self._closing = True
+        self._stream.close()
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+
+async def open_stdio() -> tuple[Any, asyncio.StreamWriter]:
+    """Async reader and writer over fds 0 and 1. Afterwards fd 1 points at stderr, so a stray
+    print can never corrupt the protocol stream."""
+    loop = asyncio.get_running_loop()
+    stdin = os.fdopen(os.dup(0), "rb", buffering=0)
+    stdout = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    reader: Any
+    try:
+        stream_reader = asyncio.StreamReader(limit=1 << 20)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream_reader), stdin)
+        reader = stream_reader
+    except ValueError:
+        reader = _ThreadReader(stdin)
+    protocol: Any
+    try:
+        transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, stdout)
+    except ValueError:
+        transport, protocol = _BlockingTransport(stdout), asyncio.streams.FlowControlMixin()
+    return reader, asyncio.StreamWriter(transport, protocol, None, loop)
+
+
+async def _start_runtime(future: asyncio.Future[Runtime]) -> None:
+    """Resolves `future` with the runtime or with a RuntimeStopped saying why it could not start."""
+    try:
+        # imported here: duckdb costs ~0.1 s and the editor's initialize need not wait for it
+        from openvaala_lsp.storage.duckdb_store import DuckDBStorage, StorageLockedError
+    except ImportError as exc:
+        future.set_exception(RuntimeStopped(f"the runtime could not start: {exc}"))
+        return
+    try:
+        path = paths.database_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        storage = await DuckDBStorage.open(str(path))
+        future.set_result(await Runtime.start(storage, Definitions()))
+    except StorageLockedError as exc:
+        logger.error("%s", exc)
+        future.set_exception(RuntimeStopped(str(exc)))
+    except Exception as exc:
+        logger.exception("the runtime could not start")
+        future.set_exception(RuntimeStopped(f"the runtime could not start: {exc}"))
+
+
+async def run() -> int:
+    loop = asyncio.get_running_loop()
+    reader, writer = await open_stdio()
+    runtime: asyncio.Future[Runtime] = loop.create_future()
+    # the database opens while the editor's initialize is answered
+    starting = loop.create_task(_start_runtime(runtime))
+
+    async def stop_runtime(_: Connection | None = None) -> None:
+        await starting
+        if not runtime.exception():
+            await runtime.result().stop()
+
+    connection = Connection(runtime, writer, environment=os.environ, cwd=os.getcwd(), on_shutdown=stop_runtime)
+    serving = loop.create_task(connection.serve(reader))
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, serving.cancel)
+    try:
+        await serving
+    except asyncio.CancelledError:
+        pass
+    finally:
+        await stop_runtime()
+    return 1 if connection.exited and not connection.shutdown_requested else 0
+
+
+def main() -> int:
+    try:
+        return asyncio.run(run())
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        sys.stderr.flush()

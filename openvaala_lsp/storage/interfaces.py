@@ -1,0 +1,150 @@
+"""The two small storage interfaces the runtime depends on.
+
+Ordering and durability contract, shared by every implementation:
+- Methods marked *durable* return only after the write is committed (group commit: one commit
+  serves every write queued at that moment). Other writes are committed within one flush interval.
+- Reads see every write made before them (read-your-writes), committed or not.
+- Ordinals are assigned at `append_item` time, start at 1 per conversation, increase by one and
+  never repeat, also across restarts and after deletes of other conversations.
+- Cursors are exclusive: a page starts strictly after (asc) or before (desc) its cursor.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Protocol
+
+from openvaala_lsp.model import (
+    Conversation,
+    ConversationId,
+    ConversationListEntry,
+    Item,
+    ItemId,
+    LoggedItem,
+    ModelCall,
+    Order,
+    Ordinal,
+    Page,
+    PendingInput,
+    Session,
+    SessionId,
+    Turn,
+    TurnId,
+)
+
+
+class InvalidCursor(ValueError):
+    """A cursor that this storage did not produce (its message says what is wrong)."""
+
+
+class RecordStorage(Protocol):
+    async def create_conversation(self, conversation: Conversation, session: Session) -> None:
+        """Durable. Creates the conversation with its main session."""
+
+    async def get_conversation(self, conversation_id: ConversationId) -> Conversation | None: ...
+
+    async def update_conversation(self, conversation: Conversation) -> None:
+        """Durable. Replaces the stored row (title, archived, executor settings, model, updated_at)."""
+
+    async def touch_conversation(self, conversation_id: ConversationId, at: dt.datetime) -> None:
+        """Sets the last activity time (turn start/end); not durable."""
+
+    async def delete_conversation(self, conversation_id: ConversationId) -> bool:
+        """Durable. Removes the conversation and all of its records and logs; False if it did not exist."""
+
+    async def list_conversations(
+        self,
+        *,
+        cursor: str | None,
+        limit: int,
+        order: Order,
+        archived: bool | None,
+        query: str | None,
+    ) -> Page[ConversationListEntry, str]:
+        """Ordered by last activity (else creation) time, then id. `archived` None = all; `query` is a
+        case-insensitive substring of the title. `running` is left False (runtime state)."""
+
+    async def create_session(self, session: Session) -> None:
+        """Durable."""
+
+    async def update_session(self, session: Session) -> None:
+        """Durable. Replaces the stored row (model)."""
+
+    async def get_session(self, session_id: SessionId) -> Session | None: ...
+
+    async def list_sessions(
+        self, conversation_id: ConversationId, *, cursor: str | None, limit: int, order: Order
+    ) -> Page[Session, str]:
+        """Ordered by creation time, then id."""
+
+    async def save_turn(self, turn: Turn, *, durable: bool = False) -> None:
+        """Inserts or replaces the turn (status, ended_at, usage, error change over its life)."""
+
+    async def get_turns(self, conversation_id: ConversationId, turn_ids: list[TurnId]) -> list[Turn]:
+        """The turns found, in the order of `turn_ids`; unknown ids are skipped."""
+
+    async def list_turns(
+        self,
+        conversation_id: ConversationId,
+        *,
+        session_id: SessionId | None,
+        cursor: str | None,
+        limit: int,
+        order: Order,
+    ) -> Page[Turn, str]:
+        """Ordered by start time, then id."""
+
+    async def interrupt_running_turns(self, ended_at: dt.datetime) -> list[Turn]:
+        """Durable. At startup: every turn still `running` becomes `interrupted`; returns them."""
+
+    async def save_pending_input(self, pending: PendingInput) -> None:
+        """Durable. Inserts or replaces by item id."""
+
+    async def remove_pending_input(self, conversation_id: ConversationId, item_id: ItemId) -> None:
+        """Durable."""
+
+    async def list_pending_inputs(self, conversation_id: ConversationId) -> list[PendingInput]:
+        """In submission order."""
+
+    async def find_input(self, conversation_id: ConversationId, input_id: str) -> ItemId | None:
+        """The item id an `inputId` was given, pending or already logged (idempotent submit)."""
+
+
+class LogStorage(Protocol):
+    async def append_item(self, item: Item, *, input_id: str | None = None, durable: bool = False) -> Ordinal:
+        """Appends an item to its conversation's log and returns its ordinal."""
+
+    async def list_items(
+        self,
+        conversation_id: ConversationId,
+        *,
+        session_id: SessionId | None,
+        cursor: Ordinal | None,
+        limit: int,
+        order: Order,
+    ) -> Page[LoggedItem, int]: ...
+
+    async def get_items(self, conversation_id: ConversationId, item_ids: list[ItemId]) -> list[LoggedItem]: ...
+
+    async def last_ordinal(self, conversation_id: ConversationId) -> Ordinal:
+        """0 for a conversation without items."""
+
+    async def count_items(self, conversation_id: ConversationId, session_id: SessionId | None = None) -> int: ...
+
+    async def append_model_call(self, call: ModelCall) -> None:
+        """Not durable; committed within one flush interval."""
+
+    async def list_model_calls(
+        self, conversation_id: ConversationId, session_id: SessionId | None = None
+    ) -> list[ModelCall]:
+        """In call order."""
+
+
+class Storage(RecordStorage, LogStorage, Protocol):
+    """One store serving both interfaces (one DuckDB file, one writer)."""
+
+    async def flush(self) -> None:
+        """Commits everything queued so far."""
+
+    async def close(self) -> None:
+        """Commits, checkpoints and closes. Idempotent."""

@@ -1,0 +1,1 @@
+"""Tools the model calls, run by an executor (today: the local process executor)."""

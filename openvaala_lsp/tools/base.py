@@ -1,0 +1,35 @@
+"""The tool contract. Tools know nothing of turns, storage or JSON-RPC."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import attrs
+
+
+@attrs.define(kw_only=True)
+class ToolContext:
+    """Where and how a tool runs: the conversation's workspace directory (absolute, the cwd of
+    commands), the roots a path may resolve into, and the client's environment."""
+
+    directory: str
+    roots: list[str]
+    environment: Mapping[str, str]
+
+
+@attrs.define(kw_only=True)
+class ToolOutput:
+    text: str
+    is_error: bool = False
+
+
+class Tool(Protocol):
+    name: str
+    description: str
+    parameters: dict[str, Any]  # JSON Schema, type object, explicit required
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolOutput:
+        """Runs the tool. Bad arguments and failures are returned as `is_error` outputs, never
+        raised. Cancellation (asyncio.CancelledError) stops it at once, killing any process group."""
+        ...

@@ -1,0 +1,188 @@
+"""A small LSP client for end-to-end tests: spawns the real `openvaala-lsp` and speaks
+Content-Length framed JSON-RPC over its stdio.
+
+Notifications are kept in arrival order; server->client requests are answered by `handlers`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+TIMEOUT = 20.0
+
+
+class ResponseError(Exception):
+    def __init__(self, error: dict[str, Any]) -> None:
+        super().__init__(f"{error.get('code')}: {error.get('message')}")
+        self.code: int = error["code"]
+        self.message: str = error.get("message", "")
+        self.data: Any = error.get("data")
+
+    @property
+    def kind(self) -> str | None:
+        return self.data.get("kind") if isinstance(self.data, dict) else None
+
+
+class LspClient:
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self._ids = itertools.count(1)
+        self._pending: dict[Any, asyncio.Future[Any]] = {}
+        self.notifications: list[dict[str, Any]] = []
+        self._notified = asyncio.Condition()
+        self.handlers: dict[str, Callable[[Any], Any]] = {
+            "workspace/workspaceFolders": lambda params: None,
+        }
+        self._reader = asyncio.get_running_loop().create_task(self._read())
+
+    @classmethod
+    async def spawn(cls, home: Path, *, cwd: Path | None = None, env: dict[str, str] | None = None,
+                    args: list[str] | None = None) -> LspClient:
+        environment = {**os.environ, "OPENVAALA_HOME": str(home), **(env or {})}
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "openvaala_lsp", *(args or []),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            cwd=str(cwd) if cwd else None, env=environment,
+        )
+        return cls(process)
+
+    async def send_raw(self, body: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        await self.process.stdin.drain()
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        await self.send_raw(json.dumps(message).encode())
+
+    async def request(self, method: str, params: Any = None, *, timeout: float = TIMEOUT) -> Any:
+        msg_id = next(self._ids)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[msg_id] = future
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        await self._send(message)
+        return await asyncio.wait_for(future, timeout)
+
+    async def call(self, name: str, params: Any = None, **kwargs: Any) -> Any:
+        """`openvaala/<name>`."""
+        return await self.request("openvaala/" + name, {} if params is None else params, **kwargs)
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        await self._send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def initialize(self, folders: list[Path] | None = None, *, capabilities: dict[str, Any] | None = None,
+                         options: dict[str, Any] | None = None, root: Path | None = None) -> Any:
+        params: dict[str, Any] = {
+            "processId": os.getpid(),
+            "capabilities": capabilities or {},
+            "initializationOptions": {"openvaala": options or {}},
+        }
+        if folders is not None:
+            params["workspaceFolders"] = [{"uri": f.as_uri(), "name": f.name} for f in folders]
+        if root is not None:
+            params["rootUri"] = root.as_uri()
+        result = await self.request("initialize", params)
+        await self.notify("initialized", {})
+        return result
+
+    async def _read(self) -> None:
+        stdout = self.process.stdout
+        assert stdout is not None
+        while True:
+            length = None
+            while True:
+                line = await stdout.readline()
+                if not line:
+                    self._fail_pending()
+                    return
+                if line == b"\r\n":
+                    break
+                name, _, value = line.decode().partition(":")
+                if name.lower() == "content-length":
+                    length = int(value)
+            assert length is not None
+            message = json.loads(await stdout.readexactly(length))
+            await self._on_message(message)
+
+    def _fail_pending(self) -> None:
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(ConnectionError("server exited"))
+
+    async def _on_message(self, message: dict[str, Any]) -> None:
+        if "method" in message and "id" in message:
+            handler = self.handlers.get(message["method"])
+            if handler is None:
+                await self._send({"jsonrpc": "2.0", "id": message["id"],
+                                  "error": {"code": -32601, "message": "not handled"}})
+            else:
+                result = handler(message.get("params"))
+                if asyncio.iscoroutine(result):
+                    result = await result
+                await self._send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+        elif "method" in message:
+            async with self._notified:
+                self.notifications.append(message)
+                self._notified.notify_all()
+        else:
+            future = self._pending.pop(message.get("id"), None)
+            if future is not None and not future.done():
+                if "error" in message:
+                    future.set_exception(ResponseError(message["error"]))
+                else:
+                    future.set_result(message.get("result"))
+
+    async def wait_for(self, predicate: Callable[[dict[str, Any]], bool], *, timeout: float = TIMEOUT) -> dict[str, Any]:
+        """The first notification (received so far or later) matching `predicate`."""
+        async with self._notified:
+            async with asyncio.timeout(timeout):
+                while True:
+                    for message in self.notifications:
+                        if predicate(message):
+                            return message
+                    await self._notified.wait()
+
+    def of(self, method: str, subscription_id: str | None = None) -> list[dict[str, Any]]:
+        return [
+            m["params"] for m in self.notifications
+            if m["method"] == method and (subscription_id is None or m["params"].get("subscriptionId") == subscription_id)
+        ]
+
+    async def shutdown(self) -> int:
+        with contextlib.suppress(Exception):
+            await self.request("shutdown", None, timeout=10)
+            await self.notify("exit", None)
+        return await self.close()
+
+    async def close(self) -> int:
+        if self.process.stdin and not self.process.stdin.is_closing():
+            self.process.stdin.close()
+        try:
+            return await asyncio.wait_for(self.process.wait(), 15)
+        except TimeoutError:
+            self.process.kill()
+            return await self.process.wait()
+        finally:
+            self._reader.cancel()
+
+    def kill(self) -> None:
+        self.process.kill()
+
+
+@contextlib.asynccontextmanager
+async def running(home: Path, folder: Path, **kwargs: Any) -> AsyncIterator[LspClient]:
+    client = await LspClient.spawn(home, cwd=folder, **kwargs)
+    try:
+        await client.initialize([folder])
+        yield client
+    finally:
+        await client.shutdown()
