@@ -280,7 +280,7 @@ class WorkspaceFolder:
 
 @attrs.define(kw_only=True)
 class Page(Generic[T, C]):
-    """One page of a list; `next_cursor` is absent on the last page. Items use the ordinal as cursor,
+    """One page of a list; `nextCursor` is absent on the last page. Items use the ordinal as cursor,
     records an opaque string."""
 
     items: list[T]

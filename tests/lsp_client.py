@@ -44,13 +44,19 @@ class LspClient:
         self._reader = asyncio.get_running_loop().create_task(self._read())
 
     @classmethod
-    async def spawn(cls, home: Path, *, cwd: Path | None = None, env: dict[str, str] | None = None,
-                    args: list[str] | None = None) -> LspClient:
+    async def spawn(
+        cls, home: Path, *, cwd: Path | None = None, env: dict[str, str] | None = None, args: list[str] | None = None
+    ) -> LspClient:
         environment = {**os.environ, "OPENVAALA_HOME": str(home), **(env or {})}
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "openvaala_lsp", *(args or []),
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            cwd=str(cwd) if cwd else None, env=environment,
+            sys.executable,
+            "-m",
+            "openvaala_lsp",
+            *(args or []),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            cwd=str(cwd) if cwd else None,
+            env=environment,
         )
         return cls(process)
 
@@ -79,8 +85,14 @@ class LspClient:
     async def notify(self, method: str, params: Any = None) -> None:
         await self._send({"jsonrpc": "2.0", "method": method, "params": params})
 
-    async def initialize(self, folders: list[Path] | None = None, *, capabilities: dict[str, Any] | None = None,
-                         options: dict[str, Any] | None = None, root: Path | None = None) -> Any:
+    async def initialize(
+        self,
+        folders: list[Path] | None = None,
+        *,
+        capabilities: dict[str, Any] | None = None,
+        options: dict[str, Any] | None = None,
+        root: Path | None = None,
+    ) -> Any:
         params: dict[str, Any] = {
             "processId": os.getpid(),
             "capabilities": capabilities or {},
@@ -122,8 +134,9 @@ class LspClient:
         if "method" in message and "id" in message:
             handler = self.handlers.get(message["method"])
             if handler is None:
-                await self._send({"jsonrpc": "2.0", "id": message["id"],
-                                  "error": {"code": -32601, "message": "not handled"}})
+                await self._send(
+                    {"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "not handled"}}
+                )
             else:
                 result = handler(message.get("params"))
                 if asyncio.iscoroutine(result):
@@ -141,7 +154,9 @@ class LspClient:
                 else:
                     future.set_result(message.get("result"))
 
-    async def wait_for(self, predicate: Callable[[dict[str, Any]], bool], *, timeout: float = TIMEOUT) -> dict[str, Any]:
+    async def wait_for(
+        self, predicate: Callable[[dict[str, Any]], bool], *, timeout: float = TIMEOUT
+    ) -> dict[str, Any]:
         """The first notification (received so far or later) matching `predicate`."""
         async with self._notified:
             async with asyncio.timeout(timeout):
@@ -153,8 +168,10 @@ class LspClient:
 
     def of(self, method: str, subscription_id: str | None = None) -> list[dict[str, Any]]:
         return [
-            m["params"] for m in self.notifications
-            if m["method"] == method and (subscription_id is None or m["params"].get("subscriptionId") == subscription_id)
+            m["params"]
+            for m in self.notifications
+            if m["method"] == method
+            and (subscription_id is None or m["params"].get("subscriptionId") == subscription_id)
         ]
 
     async def shutdown(self) -> int:

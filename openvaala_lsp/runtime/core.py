@@ -363,7 +363,7 @@ class Runtime:
         return api.WorkspaceDirectories(
             base_directory=base,
             directory=directory,
-            entries=list_subdirectories(directory),
+            entries=list_subdirectories(directory, folders),
             workspace_folders=folders,
         )
 

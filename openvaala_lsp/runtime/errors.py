@@ -76,7 +76,7 @@ class WorkspaceDenied(RuntimeApiError):
 
 class InvalidParams(RuntimeApiError):
     """Semantically invalid input the type system cannot catch (an empty title, an oversized image).
-    The message starts with the field path, e.g. `$.content[0].data: image larger than 5 MiB`."""
+    The message ends with the field path, e.g. `image larger than 5 MiB @ $.content[0].data`."""
 
     kind = "invalidParams"
     default_message = "invalid params"

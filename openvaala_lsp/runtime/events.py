@@ -96,7 +96,7 @@ class PendingInputRemoved:
 
     type: Literal["pendingInputRemoved"] = "pendingInputRemoved"
     item_id: ItemId
-    reason: str
+    reason: Literal["taken", "withdrawn"]
 
 
 @attrs.define(kw_only=True)

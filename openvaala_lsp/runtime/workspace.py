@@ -44,7 +44,7 @@ def resolve_directory(directory: str | None, folders: list[WorkspaceFolder], bas
         candidate = os.path.join(base, directory)
         head, _, rest = directory.replace(os.sep, "/").partition("/")
         if not base_directory and len(folders) > 1:
-            named = [f for f in folders if f.name == head]
+            named = [f for f in folders if head in (f.name, os.path.basename(f.path.rstrip(os.sep)))]
             if named:
                 candidate = os.path.join(named[0].path, rest)
     real = os.path.realpath(candidate)
@@ -55,11 +55,13 @@ def resolve_directory(directory: str | None, folders: list[WorkspaceFolder], bas
     return real
 
 
-def list_subdirectories(directory: str) -> list[WorkspaceFolder]:
-    """Child directories of `directory`, sorted by name; `.git` is left out."""
+def list_subdirectories(directory: str, folders: list[WorkspaceFolder]) -> list[WorkspaceFolder]:
+    """Child directories of `directory` that resolve inside the folders, sorted by name; `.git` is
+    left out, and so is a symlink leading out of the workspace (choosing it would be refused)."""
     entries: list[WorkspaceFolder] = []
     with os.scandir(directory) as it:
         for entry in it:
-            if entry.name != ".git" and entry.is_dir():
-                entries.append(WorkspaceFolder(name=entry.name, path=os.path.join(directory, entry.name)))
+            if entry.name == ".git" or not entry.is_dir() or containing_folder(entry.path, folders) is None:
+                continue
+            entries.append(WorkspaceFolder(name=entry.name, path=os.path.join(directory, entry.name)))
     return sorted(entries, key=lambda e: e.name)

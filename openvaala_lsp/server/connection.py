@@ -22,7 +22,7 @@ from pygls.uris import to_fs_path
 from openvaala_lsp import __version__
 from openvaala_lsp.model import ErrorInfo, WorkspaceFolder, new_id
 from openvaala_lsp.protocol.converter import ParamsError, describe_error, structure, unstructure
-from openvaala_lsp.protocol.errors import CODES, INTERNAL_ERROR, INVALID_PARAMS
+from openvaala_lsp.protocol.errors import CODES, INTERNAL_ERROR, INVALID_PARAMS, SERVER_NOT_INITIALIZED
 from openvaala_lsp.protocol.methods import PREFIX, REQUESTS, RequestSpec
 from openvaala_lsp.runtime import events, subscriptions
 from openvaala_lsp.runtime.client import Client
@@ -36,7 +36,6 @@ logger = logging.getLogger(__name__)
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
-SERVER_NOT_INITIALIZED = -32002
 DEFAULT_EVENT_BATCH_MS = 4
 MAX_EVENTS_PER_NOTIFICATION = 512
 FOLDERS_REQUEST_TIMEOUT = 5.0

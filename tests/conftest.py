@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from lsp_client import LspClient
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """A private OPENVAALA_HOME per test."""
+    path = tmp_path / "home"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    path = tmp_path / "project"
+    (path / "src" / "pkg").mkdir(parents=True)
+    return path
+
+
+@pytest.fixture
+async def client(home: Path, workspace: Path) -> AsyncIterator[LspClient]:
+    """The real openvaala-lsp process, initialized with one workspace folder."""
+    lsp = await LspClient.spawn(home, cwd=workspace)
+    await lsp.initialize([workspace])
+    yield lsp
+    await lsp.shutdown()
