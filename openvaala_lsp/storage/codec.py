@@ -1,0 +1,368 @@
+"""Model <-> row codecs: the column lists of every table and the item payload format, in one place.
+
+Records are flattened into typed columns (so users can query them with SQL); an item is kept whole as
+JSON (its shape varies by type) next to the few columns the store filters on.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import attrs
+from cattrs.preconf.json import make_converter
+
+from openvaala_lsp.model import (
+    Conversation,
+    ConversationListEntry,
+    ErrorInfo,
+    ExecutorSettings,
+    ForkedFrom,
+    Item,
+    LoggedItem,
+    ModelCall,
+    ModelRef,
+    ModelSelection,
+    Ordinal,
+    PendingInput,
+    Session,
+    SessionInputMode,
+    TokenUsage,
+    Turn,
+    TurnStatus,
+)
+
+Row = tuple[Any, ...]
+
+
+def as_utc(value: dt.datetime) -> dt.datetime:
+    """Every stored time is aware UTC; a naive time is taken as UTC, never as local time."""
+    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+
+
+def _opt_utc(value: dt.datetime | None) -> dt.datetime | None:
+    return None if value is None else as_utc(value)
+
+
+# The storage format of an item: attribute names as-is, defaults omitted, times as ISO 8601 UTC.
+_payload = make_converter(omit_if_default=True)
+_payload.register_unstructure_hook(dt.datetime, lambda value: as_utc(value).isoformat())
+_payload.register_structure_hook(dt.datetime, lambda value, _: as_utc(dt.datetime.fromisoformat(value)))
+
+
+def item_to_json(item: Item) -> str:
+    return _payload.dumps(item)
+
+
+def item_from_json(text: str) -> Item:
+    return _payload.loads(text, Item)
+
+
+USAGE_COLUMNS = (
+    "input_tokens",
+    "cached_input_tokens",
+    "cache_write_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+    "total_tokens",
+)
+
+
+def _usage_values(usage: TokenUsage) -> Row:
+    return (
+        usage.input_tokens,
+        usage.cached_input_tokens,
+        usage.cache_write_tokens,
+        usage.output_tokens,
+        usage.reasoning_tokens,
+        usage.total_tokens,
+    )
+
+
+def _usage_from(values: Row) -> TokenUsage:
+    return TokenUsage(**dict(zip(USAGE_COLUMNS, values, strict=True)))
+
+
+# Conversations. `last_activity_at` is not part of `Conversation`: it is written only by touches, so an
+# upsert of this column list never resets it.
+CONVERSATION_COLUMNS = (
+    "id",
+    "title",
+    "agent_name",
+    "archived",
+    "ephemeral",
+    "created_at",
+    "updated_at",
+    "executor_id",
+    "directory",
+    "has_model",
+    "model_provider",
+    "model_name",
+    "reasoning_effort",
+    "forked_from_conversation_id",
+    "forked_from_turn_id",
+)
+CONVERSATION_SELECT = ", ".join((*CONVERSATION_COLUMNS, "last_activity_at"))
+
+
+def conversation_row(c: Conversation) -> Row:
+    model = c.model.model if c.model is not None else None
+    forked = c.forked_from
+    return (
+        c.id,
+        c.title,
+        c.agent_name,
+        c.archived,
+        c.ephemeral,
+        as_utc(c.created_at),
+        as_utc(c.updated_at),
+        c.executor_settings.executor_id,
+        c.executor_settings.directory,
+        c.model is not None,  # tells `model=None` from an empty ModelSelection()
+        model.provider if model else None,
+        model.name if model else None,
+        c.model.reasoning_effort if c.model is not None else None,
+        forked.conversation_id if forked else None,
+        forked.turn_id if forked else None,
+    )
+
+
+def _model_ref(provider: str | None, name: str | None) -> ModelRef | None:
+    return None if provider is None or name is None else ModelRef(provider=provider, name=name)
+
+
+def conversation_entry_from_row(row: Row) -> ConversationListEntry:
+    """A row selected with CONVERSATION_SELECT."""
+    (cid, title, agent, archived, ephemeral, created, updated, executor_id, directory, has_model) = row[:10]
+    (provider, name, effort, forked_conversation, forked_turn, last_activity) = row[10:]
+    conversation = Conversation(
+        id=cid,
+        title=title,
+        agent_name=agent,
+        archived=archived,
+        ephemeral=ephemeral,
+        created_at=as_utc(created),
+        updated_at=as_utc(updated),
+        executor_settings=ExecutorSettings(executor_id=executor_id, directory=directory),
+        model=ModelSelection(model=_model_ref(provider, name), reasoning_effort=effort) if has_model else None,
+        forked_from=(
+            ForkedFrom(conversation_id=forked_conversation, turn_id=forked_turn)
+            if forked_conversation is not None
+            else None
+        ),
+    )
+    return ConversationListEntry(conversation=conversation, last_activity_at=_opt_utc(last_activity))
+
+
+# Sessions
+SESSION_COLUMNS = (
+    "id",
+    "conversation_id",
+    "agent_name",
+    "model_provider",
+    "model_name",
+    "reasoning_effort",
+    "created_at",
+    "parent_session_id",
+)
+SESSION_SELECT = ", ".join(SESSION_COLUMNS)
+
+
+def session_row(s: Session) -> Row:
+    model = s.model.model
+    return (
+        s.id,
+        s.conversation_id,
+        s.agent_name,
+        model.provider if model else None,
+        model.name if model else None,
+        s.model.reasoning_effort,
+        as_utc(s.created_at),
+        s.parent_session_id,
+    )
+
+
+def session_from_row(row: Row) -> Session:
+    sid, cid, agent, provider, name, effort, created, parent = row
+    return Session(
+        id=sid,
+        conversation_id=cid,
+        agent_name=agent,
+        model=ModelSelection(model=_model_ref(provider, name), reasoning_effort=effort),
+        created_at=as_utc(created),
+        parent_session_id=parent,
+    )
+
+
+# Turns
+TURN_COLUMNS = (
+    "id",
+    "conversation_id",
+    "session_id",
+    "status",
+    "started_at",
+    "ended_at",
+    "model_provider",
+    "model_name",
+    *USAGE_COLUMNS,
+    "error_kind",
+    "error_message",
+)
+TURN_SELECT = ", ".join(TURN_COLUMNS)
+
+
+def turn_row(t: Turn) -> Row:
+    return (
+        t.id,
+        t.conversation_id,
+        t.session_id,
+        t.status.value,
+        as_utc(t.started_at),
+        _opt_utc(t.ended_at),
+        t.model.provider if t.model else None,
+        t.model.name if t.model else None,
+        *_usage_values(t.usage),
+        t.error.kind if t.error else None,
+        t.error.message if t.error else None,
+    )
+
+
+def turn_from_row(row: Row) -> Turn:
+    tid, cid, sid, status, started, ended, provider, name = row[:8]
+    error_kind, error_message = row[-2:]
+    return Turn(
+        id=tid,
+        conversation_id=cid,
+        session_id=sid,
+        status=TurnStatus(status),
+        started_at=as_utc(started),
+        ended_at=_opt_utc(ended),
+        model=_model_ref(provider, name),
+        usage=_usage_from(row[8:-2]),
+        error=ErrorInfo(kind=error_kind, message=error_message) if error_kind is not None else None,
+    )
+
+
+# Pending inputs. `seq` (submission order) comes from a sequence DEFAULT at first insert; an upsert of
+# this column list keeps it, so replacing a pending input does not move it in the queue.
+PENDING_COLUMNS = ("item_id", "conversation_id", "mode", "input_id", "turn_id", "payload")
+PENDING_SELECT = "mode, input_id, turn_id, payload"
+
+
+def pending_row(p: PendingInput) -> Row:
+    return (p.item.id, p.item.conversation_id, p.mode.value, p.input_id, p.turn_id, item_to_json(p.item))
+
+
+def pending_from_row(row: Row) -> PendingInput:
+    mode, input_id, turn_id, payload = row
+    return PendingInput(item=item_from_json(payload), mode=SessionInputMode(mode), input_id=input_id, turn_id=turn_id)
+
+
+# Items: the append-only log. `payload` is the whole item; the other columns serve filters and SQL.
+ITEM_COLUMNS = (
+    "conversation_id",
+    "ordinal",
+    "item_id",
+    "session_id",
+    "turn_id",
+    "type",
+    "status",
+    "created_at",
+    "input_id",
+    "payload",
+)
+ITEM_SELECT = "ordinal, payload"
+
+
+def item_row(item: Item, ordinal: Ordinal, input_id: str | None) -> Row:
+    return (
+        item.conversation_id,
+        ordinal,
+        item.id,
+        item.session_id,
+        item.turn_id,
+        item.type.value,
+        item.status.value,
+        as_utc(item.created_at),
+        input_id,
+        item_to_json(item),
+    )
+
+
+def logged_item_from_row(row: Row) -> LoggedItem:
+    ordinal, payload = row
+    return LoggedItem(ordinal=ordinal, item=item_from_json(payload))
+
+
+# Model calls: typed columns only, one per field of ModelCall and TokenUsage. `seq` (append order)
+# comes from a sequence DEFAULT.
+MODEL_CALL_COLUMNS = (
+    "id",
+    "conversation_id",
+    "session_id",
+    "turn_id",
+    "provider",
+    "model",
+    "started_at",
+    "latency_ms",
+    "first_token_ms",
+    *USAGE_COLUMNS,
+    "usage_estimated",
+    "workspace",
+    "error",
+)
+MODEL_CALL_SELECT = ", ".join(MODEL_CALL_COLUMNS)
+
+
+def model_call_row(m: ModelCall) -> Row:
+    return (
+        m.id,
+        m.conversation_id,
+        m.session_id,
+        m.turn_id,
+        m.provider,
+        m.model,
+        as_utc(m.started_at),
+        m.latency_ms,
+        m.first_token_ms,
+        *_usage_values(m.usage),
+        m.usage_estimated,
+        m.workspace,
+        m.error,
+    )
+
+
+def model_call_from_row(row: Row) -> ModelCall:
+    mid, cid, sid, tid, provider, model, started, latency, first_token = row[:9]
+    estimated, workspace, error = row[-3:]
+    return ModelCall(
+        id=mid,
+        conversation_id=cid,
+        session_id=sid,
+        turn_id=tid,
+        provider=provider,
+        model=model,
+        started_at=as_utc(started),
+        latency_ms=latency,
+        first_token_ms=first_token,
+        usage=_usage_from(row[9:-3]),
+        usage_estimated=estimated,
+        workspace=workspace,
+        error=error,
+    )
+
+
+@attrs.frozen
+class Table:
+    """A records table: upserted by `key`, with the columns a full row carries (in row order)."""
+
+    name: str
+    key: str
+    columns: tuple[str, ...]
+
+
+CONVERSATIONS = Table("conversations", "id", CONVERSATION_COLUMNS)
+SESSIONS = Table("sessions", "id", SESSION_COLUMNS)
+TURNS = Table("turns", "id", TURN_COLUMNS)
+PENDING_INPUTS = Table("pending_inputs", "item_id", PENDING_COLUMNS)
+ACTIVITY_COLUMNS = ("id", "last_activity_at")

@@ -1,0 +1,397 @@
+"""`DuckDBStorage`: the `Storage` of the runtime in one DuckDB file.
+
+Threads: the event loop only queues writes (see `writer.py`) and awaits futures; one writer thread
+commits them in batches; one reader thread runs the queries on its own cursor. DuckDB 2.0 refuses
+overlapping calls on one connection, so each thread has its own `cursor()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import duckdb
+
+from openvaala_lsp.model import (
+    Conversation,
+    ConversationId,
+    ConversationListEntry,
+    Item,
+    ItemId,
+    LoggedItem,
+    ModelCall,
+    Order,
+    Ordinal,
+    Page,
+    PendingInput,
+    Session,
+    SessionId,
+    Turn,
+    TurnId,
+)
+from openvaala_lsp.storage import queries
+from openvaala_lsp.storage.codec import (
+    ACTIVITY_COLUMNS,
+    CONVERSATIONS,
+    ITEM_COLUMNS,
+    MODEL_CALL_COLUMNS,
+    PENDING_INPUTS,
+    SESSIONS,
+    TURNS,
+    Row,
+    as_utc,
+    conversation_row,
+    item_row,
+    model_call_row,
+    pending_row,
+    session_row,
+    turn_row,
+)
+from openvaala_lsp.storage.errors import InvalidCursor, StorageClosedError, StorageError, StorageLockedError
+from openvaala_lsp.storage.migrations import migrate
+from openvaala_lsp.storage.writer import Append, Delete, Op, Put, Run, Update, Writer
+
+__all__ = ["DuckDBStorage", "InvalidCursor", "StorageClosedError", "StorageError", "StorageLockedError"]
+
+T = TypeVar("T")
+
+CONFIG: dict[str, Any] = {
+    "memory_limit": "128MB",
+    "threads": 1,
+    "async_threads": 0,
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+}
+
+# DuckDB: 'Could not set lock on file "/p/x.duckdb": Conflicting lock is held in /usr/bin/python3 (PID 1234).'
+_LOCK_HOLDER = re.compile(r"held in (?P<holder>.+?) \(PID (?P<pid>\d+)\)")
+
+# Files this process has open: DuckDB would hand a second open of the same file the same database
+# instance, and two writers assigning ordinals for one file would repeat them.
+_open_paths: set[str] = set()
+
+
+def _connect(path: str) -> tuple[duckdb.DuckDBPyConnection, duckdb.DuckDBPyConnection, duckdb.DuckDBPyConnection]:
+    try:
+        con = duckdb.connect(path, config=CONFIG)
+    except duckdb.IOException as exc:
+        if "lock" not in str(exc).lower():
+            raise
+        match = _LOCK_HOLDER.search(str(exc))
+        if match is None:
+            raise StorageLockedError(path) from None
+        raise StorageLockedError(path, int(match["pid"]), match["holder"]) from None
+    try:
+        con.execute("SET GLOBAL TimeZone = 'UTC'")  # views and casts of TIMESTAMPTZ work in UTC
+        migrate(con, path)
+        # both cursors are made here: creating one from another thread would overlap calls on `con`
+        return con, con.cursor(), con.cursor()
+    except BaseException:
+        con.close()
+        raise
+
+
+class DuckDBStorage:
+    """Open with `await DuckDBStorage.open(path)`, close with `await storage.close()`."""
+
+    def __init__(
+        self,
+        path: str,
+        con: duckdb.DuckDBPyConnection,
+        writer_cursor: duckdb.DuckDBPyConnection,
+        reader_cursor: duckdb.DuckDBPyConnection,
+        flush_interval: float,
+    ) -> None:
+        self.path = path
+        self._path_key = path
+        self._con = con
+        self._writer = Writer(writer_cursor, flush_interval)
+        self._reader_cursor = reader_cursor
+        self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="openvaala-storage-reader")
+        self._ordinals: dict[ConversationId, Ordinal] = {}  # last ordinal given, per conversation loaded
+        self._ordinal_loads: dict[ConversationId, asyncio.Future[Ordinal]] = {}
+        self._closed = False
+        self._close_task: asyncio.Future[None] | None = None
+
+    @classmethod
+    async def open(cls, path: str, flush_interval: float = 0.05) -> DuckDBStorage:
+        """Opens (creating and migrating) the file. Raises StorageLockedError if another process has it."""
+        key = "" if path == ":memory:" else await asyncio.to_thread(os.path.realpath, path)
+        if key in _open_paths:
+            raise StorageLockedError(path, os.getpid(), "this process")
+        if key:  # every ":memory:" connection is a database of its own
+            _open_paths.add(key)
+        try:
+            con, writer_cursor, reader_cursor = await asyncio.to_thread(_connect, path)
+        except BaseException:
+            _open_paths.discard(key)
+            raise
+        storage = cls(path, con, writer_cursor, reader_cursor, flush_interval)
+        storage._path_key = key
+        storage._writer.start()
+        return storage
+
+    # Plumbing
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StorageClosedError()
+
+    async def _write(self, ops: list[Op], *, durable: bool) -> Any:
+        self._check_open()
+        future = self._writer.submit(ops, durable=durable)
+        return None if future is None else await _wait(future)
+
+    async def _read(self, query: Callable[[duckdb.DuckDBPyConnection], T], *, barrier: bool = True) -> T:
+        self._check_open()
+        if barrier and self._writer.has_pending():
+            await _wait(self._writer.barrier())  # read-your-writes: the queued writes commit first
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._reader, query, self._reader_cursor)
+        except RuntimeError:
+            if self._closed:  # the reader was shut down by close() while this read waited
+                raise StorageClosedError() from None
+            raise
+
+    async def flush(self) -> None:
+        self._check_open()
+        await _wait(self._writer.barrier())
+
+    async def checkpoint(self) -> None:
+        """Commits what is queued and folds the WAL into the file (keeps the next open fast)."""
+        self._check_open()
+        await _wait(self._writer.checkpoint())
+
+    async def close(self) -> None:
+        if self._close_task is None:
+            self._close_task = asyncio.ensure_future(self._close())
+        await asyncio.shield(self._close_task)
+
+    async def _close(self) -> None:
+        self._closed = True
+        try:
+            await _wait(self._writer.barrier())
+        finally:
+            # the reader goes first: its cursor's transactions would make the final CHECKPOINT fail
+            await asyncio.to_thread(self._reader.shutdown, True)
+            await asyncio.to_thread(self._reader_cursor.close)
+            try:
+                await _wait(self._writer.stop())  # final commit and CHECKPOINT
+            finally:
+                await asyncio.to_thread(self._con.close)
+                _open_paths.discard(self._path_key)
+
+    # Ordinals: assigned here, in the loop thread, in the order the appends are queued
+
+    async def _load_last_ordinal(self, conversation_id: ConversationId) -> Ordinal:
+        cached = self._ordinals.get(conversation_id)
+        if cached is not None:
+            return cached
+        load = self._ordinal_loads.get(conversation_id)
+        if load is None:
+            # no append of this conversation can be queued yet, so the committed max is the last one
+            load = asyncio.ensure_future(
+                self._read(lambda cur: queries.max_ordinal(cur, conversation_id), barrier=False)
+            )
+            self._ordinal_loads[conversation_id] = load
+            load.add_done_callback(lambda _: self._ordinal_loads.pop(conversation_id, None))
+        loaded = await asyncio.shield(load)
+        return self._ordinals.setdefault(conversation_id, loaded)
+
+    def _take_ordinal(self, conversation_id: ConversationId) -> Ordinal:
+        """The next ordinal of a loaded conversation; the caller queues its row before any await."""
+        ordinal = self._ordinals.get(conversation_id, 0) + 1
+        self._ordinals[conversation_id] = ordinal
+        return ordinal
+
+    # RecordStorage
+
+    async def create_conversation(self, conversation: Conversation, session: Session) -> None:
+        await self._write(
+            [Put(CONVERSATIONS, conversation_row(conversation)), Put(SESSIONS, session_row(session))], durable=True
+        )
+
+    async def get_conversation(self, conversation_id: ConversationId) -> Conversation | None:
+        return await self._read(lambda cur: queries.get_conversation(cur, conversation_id))
+
+    async def update_conversation(self, conversation: Conversation) -> None:
+        # an UPDATE, not an upsert: a read-modify-write racing a delete must not bring the row back
+        row = conversation_row(conversation)
+        await self._write([Update(CONVERSATIONS, CONVERSATIONS.columns, row)], durable=True)
+
+    async def touch_conversation(self, conversation_id: ConversationId, at: dt.datetime) -> None:
+        await self._write([Update(CONVERSATIONS, ACTIVITY_COLUMNS, (conversation_id, as_utc(at)))], durable=False)
+
+    async def delete_conversation(self, conversation_id: ConversationId) -> bool:
+        existed: bool = await self._write(
+            [Run(lambda cur: queries.delete_conversation(cur, conversation_id))], durable=True
+        )
+        self._ordinals.pop(conversation_id, None)
+        return existed
+
+    async def list_conversations(
+        self,
+        *,
+        cursor: str | None,
+        limit: int,
+        order: Order,
+        archived: bool | None,
+        query: str | None,
+    ) -> Page[ConversationListEntry, str]:
+        return await self._read(
+            lambda cur: queries.list_conversations(
+                cur, cursor=cursor, limit=limit, order=order, archived=archived, query=query
+            )
+        )
+
+    async def create_session(self, session: Session) -> None:
+        await self._write([Put(SESSIONS, session_row(session))], durable=True)
+
+    async def update_session(self, session: Session) -> None:
+        await self._write([Update(SESSIONS, SESSIONS.columns, session_row(session))], durable=True)
+
+    async def get_session(self, session_id: SessionId) -> Session | None:
+        return await self._read(lambda cur: queries.get_session(cur, session_id))
+
+    async def list_sessions(
+        self, conversation_id: ConversationId, *, cursor: str | None, limit: int, order: Order
+    ) -> Page[Session, str]:
+        return await self._read(
+            lambda cur: queries.list_sessions(cur, conversation_id, cursor=cursor, limit=limit, order=order)
+        )
+
+    async def save_turn(self, turn: Turn, *, durable: bool = False) -> None:
+        await self._write([Put(TURNS, turn_row(turn))], durable=durable)
+
+    async def get_turns(self, conversation_id: ConversationId, turn_ids: list[TurnId]) -> list[Turn]:
+        return await self._read(lambda cur: queries.get_turns(cur, conversation_id, list(turn_ids)))
+
+    async def list_turns(
+        self,
+        conversation_id: ConversationId,
+        *,
+        session_id: SessionId | None,
+        cursor: str | None,
+        limit: int,
+        order: Order,
+    ) -> Page[Turn, str]:
+        return await self._read(
+            lambda cur: queries.list_turns(
+                cur, conversation_id, session_id=session_id, cursor=cursor, limit=limit, order=order
+            )
+        )
+
+    async def interrupt_running_turns(self, ended_at: dt.datetime) -> list[Turn]:
+        at = as_utc(ended_at)
+        turns: list[Turn] = await self._write([Run(lambda cur: queries.interrupt_running_turns(cur, at))], durable=True)
+        return turns
+
+    async def save_pending_input(self, pending: PendingInput) -> None:
+        await self._write([Put(PENDING_INPUTS, pending_row(pending))], durable=True)
+
+    async def remove_pending_input(self, conversation_id: ConversationId, item_id: ItemId) -> None:
+        await self._write([Delete(PENDING_INPUTS, item_id)], durable=True)
+
+    async def list_pending_inputs(self, conversation_id: ConversationId) -> list[PendingInput]:
+        return await self._read(lambda cur: queries.list_pending_inputs(cur, conversation_id))
+
+    async def find_input(self, conversation_id: ConversationId, input_id: str) -> ItemId | None:
+        return await self._read(lambda cur: queries.find_input(cur, conversation_id, input_id))
+
+    # LogStorage
+
+    async def append_item(self, item: Item, *, input_id: str | None = None, durable: bool = False) -> Ordinal:
+        self._check_open()
+        # the row is encoded now: the caller may mutate `item` after the call returns
+        if item.conversation_id not in self._ordinals:
+            await self._load_last_ordinal(item.conversation_id)
+        ordinal = self._take_ordinal(item.conversation_id)
+        await self._write([Append("items", ITEM_COLUMNS, [item_row(item, ordinal, input_id)])], durable=durable)
+        return ordinal
+
+    async def list_items(
+        self,
+        conversation_id: ConversationId,
+        *,
+        session_id: SessionId | None,
+        cursor: Ordinal | None,
+        limit: int,
+        order: Order,
+    ) -> Page[LoggedItem, int]:
+        last = await self._load_last_ordinal(conversation_id)
+        return await self._read(
+            lambda cur: queries.list_items(
+                cur,
+                conversation_id,
+                session_id=session_id,
+                cursor=cursor,
+                limit=limit,
+                order=order,
+                last_ordinal=last,
+            )
+        )
+
+    async def get_items(self, conversation_id: ConversationId, item_ids: list[ItemId]) -> list[LoggedItem]:
+        return await self._read(lambda cur: queries.get_items(cur, conversation_id, list(item_ids)))
+
+    async def last_ordinal(self, conversation_id: ConversationId) -> Ordinal:
+        self._check_open()
+        return await self._load_last_ordinal(conversation_id)
+
+    async def count_items(self, conversation_id: ConversationId, session_id: SessionId | None = None) -> int:
+        return await self._read(lambda cur: queries.count_items(cur, conversation_id, session_id))
+
+    async def append_model_call(self, call: ModelCall) -> None:
+        await self._write([Append("model_calls", MODEL_CALL_COLUMNS, [model_call_row(call)])], durable=False)
+
+    async def list_model_calls(
+        self, conversation_id: ConversationId, session_id: SessionId | None = None
+    ) -> list[ModelCall]:
+        return await self._read(lambda cur: queries.list_model_calls(cur, conversation_id, session_id))
+
+    # Bulk import (seeding, imports): the same rows, ordinals and transaction path as the API above
+
+    async def bulk_write(
+        self,
+        *,
+        conversations: Iterable[Conversation] = (),
+        sessions: Iterable[Session] = (),
+        turns: Iterable[Turn] = (),
+        items: Iterable[Item] = (),
+        input_ids: Mapping[ItemId, str] | None = None,
+        model_calls: Iterable[ModelCall] = (),
+        activity: Mapping[ConversationId, dt.datetime] | None = None,
+    ) -> list[Ordinal]:
+        """Durably writes everything in one transaction; returns the ordinals given to `items`, in order.
+
+        Equivalent to create/save/append calls made one by one, minus the per-call overhead.
+        """
+        self._check_open()
+        item_list = list(items)
+        for conversation_id in dict.fromkeys(item.conversation_id for item in item_list):
+            if conversation_id not in self._ordinals:
+                await self._load_last_ordinal(conversation_id)
+        ids = input_ids or {}
+        ordinals: list[Ordinal] = []
+        item_rows: list[Row] = []
+        for item in item_list:  # no await from here on: the reserved ordinals are queued in order
+            ordinal = self._take_ordinal(item.conversation_id)
+            ordinals.append(ordinal)
+            item_rows.append(item_row(item, ordinal, ids.get(item.id)))
+        ops: list[Op] = [Put(CONVERSATIONS, conversation_row(c)) for c in conversations]
+        ops += [Put(SESSIONS, session_row(s)) for s in sessions]
+        ops += [Put(TURNS, turn_row(t)) for t in turns]
+        ops += [Update(CONVERSATIONS, ACTIVITY_COLUMNS, (cid, as_utc(at))) for cid, at in (activity or {}).items()]
+        ops.append(Append("items", ITEM_COLUMNS, item_rows))
+        ops.append(Append("model_calls", MODEL_CALL_COLUMNS, [model_call_row(m) for m in model_calls]))
+        await self._write(ops, durable=True)
+        return ordinals
+
+
+async def _wait(future: Future[T]) -> T:
+    return await asyncio.wrap_future(future)

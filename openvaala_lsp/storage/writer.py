@@ -1,0 +1,347 @@
+"""The one writer thread: every write is queued here and committed in batches (group commit).
+
+Callers never touch DuckDB: `submit` only coalesces the write into the pending batch under a lock the
+thread holds just long enough to swap batches. The thread commits a batch when a durable write (or a
+barrier) asks for it, when the oldest queued write is `flush_interval` old, or when the batch is big.
+
+Inside a batch, record writes are coalesced per key (last write wins) because DuckDB silently keeps
+the *first* of two rows with the same key in one upsert. A task (a read-modify-write such as a
+conversation delete) closes the current segment, so it sees every write queued before it and none
+queued after it; segments are applied in order in one transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from typing import Any
+
+import attrs
+import duckdb
+
+from openvaala_lsp.storage.codec import Row, Table
+from openvaala_lsp.storage.errors import StorageClosedError, StorageError
+
+log = logging.getLogger(__name__)
+
+Task = Callable[[duckdb.DuckDBPyConnection], Any]
+
+# Past this many queued rows the batch is committed at once: bounds memory and commit latency.
+MAX_BATCH_ROWS = 2000
+CHECKPOINT_ATTEMPTS = 20
+CHECKPOINT_RETRY_DELAY = 0.01
+
+
+@attrs.frozen
+class Append:
+    """Rows for an append-only log table."""
+
+    table: str
+    columns: tuple[str, ...]
+    rows: Sequence[Row]
+
+
+@attrs.frozen
+class Put:
+    """Inserts or replaces a whole record (`row[0]` is its key)."""
+
+    table: Table
+    row: Row
+
+
+@attrs.frozen
+class Delete:
+    table: Table
+    key: str
+
+
+@attrs.frozen
+class Update:
+    """Sets `columns` of an existing record (`row[0]` is its key); a missing record stays missing."""
+
+    table: Table
+    columns: tuple[str, ...]
+    row: Row
+
+
+@attrs.frozen
+class Run:
+    """Runs inside the batch transaction after every write queued before it; its result resolves the future."""
+
+    task: Task
+
+
+Op = Append | Put | Delete | Update | Run
+
+
+@attrs.define
+class _RecordChange:
+    deleted: bool = False  # deleted in this segment: the delete is applied before any upsert
+    row: Row | None = None  # the last row put, None if the last write was the delete
+
+
+@attrs.define
+class _Segment:
+    records: dict[Table, dict[str, _RecordChange]] = attrs.Factory(dict)
+    updates: dict[tuple[Table, tuple[str, ...]], dict[str, Row]] = attrs.Factory(dict)
+    appends: dict[tuple[str, tuple[str, ...]], list[Row]] = attrs.Factory(dict)
+    task: Task | None = None
+    task_future: Future[Any] | None = None
+
+
+@attrs.define
+class _Batch:
+    segments: list[_Segment] = attrs.Factory(lambda: [_Segment()])
+    futures: list[Future[Any]] = attrs.Factory(list)  # resolved with None after the commit
+    checkpoints: list[Future[Any]] = attrs.Factory(list)  # resolved after a CHECKPOINT that follows the commit
+    rows: int = 0
+    urgent: bool = False
+    first_at: float = 0.0
+
+    @property
+    def has_writes(self) -> bool:
+        return self.rows > 0
+
+
+def _new_future() -> Future[Any]:
+    future: Future[Any] = Future()
+    # RUNNING: an asyncio cancellation of the waiter cannot cancel it, so the writer can always resolve it
+    future.set_running_or_notify_cancel()
+    return future
+
+
+class Writer:
+    def __init__(self, cursor: duckdb.DuckDBPyConnection, flush_interval: float) -> None:
+        self._cur = cursor
+        self._interval = flush_interval
+        self._cond = threading.Condition()
+        self._batch = _Batch()
+        self._in_flight = False
+        self._stopping = False
+        self._dead: BaseException | None = None
+        self._stopped: Future[None] = _new_future()
+        self._thread = threading.Thread(target=self._run, name="openvaala-storage-writer", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    # Called from the event loop thread (never blocks on DuckDB)
+
+    def submit(self, ops: Sequence[Op], *, durable: bool) -> Future[Any] | None:
+        """Queues `ops` atomically (same transaction). Durable, or with a `Run` (at most one): returns a
+        future resolved after the commit, with the task's result."""
+        future = _new_future() if durable or any(isinstance(op, Run) for op in ops) else None
+        with self._cond:
+            self._check_accepting()
+            batch = self._batch
+            was_idle = batch.rows == 0
+            taken = False
+            for op in ops:
+                taken = self._add(batch, op, future) or taken
+            if batch.rows and was_idle:
+                batch.first_at = time.monotonic()
+            if future is not None:
+                if not taken:
+                    batch.futures.append(future)
+                batch.urgent = True
+            if batch.urgent or was_idle or batch.rows >= MAX_BATCH_ROWS:
+                self._cond.notify()
+        return future
+
+    def barrier(self) -> Future[Any]:
+        """Resolved once every write queued so far is committed (with the batch's error if it failed)."""
+        return self._request(checkpoint=False)
+
+    def checkpoint(self) -> Future[Any]:
+        """Resolved after everything queued so far is committed and a CHECKPOINT has run."""
+        return self._request(checkpoint=True)
+
+    def has_pending(self) -> bool:
+        with self._cond:
+            return self._in_flight or self._batch.has_writes
+
+    def stop(self) -> Future[None]:
+        """Commits what is queued, checkpoints and closes the writer's cursor; refuses later submits."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify()
+        return self._stopped
+
+    # Batching
+
+    def _check_accepting(self) -> None:
+        if self._dead is not None:
+            raise StorageError("the storage writer stopped") from self._dead
+        if self._stopping:
+            raise StorageClosedError()
+
+    def _request(self, *, checkpoint: bool) -> Future[Any]:
+        future = _new_future()
+        with self._cond:
+            self._check_accepting()
+            (self._batch.checkpoints if checkpoint else self._batch.futures).append(future)
+            self._batch.urgent = True
+            self._cond.notify()
+        return future
+
+    @staticmethod
+    def _add(batch: _Batch, op: Op, future: Future[Any] | None) -> bool:
+        """Adds one write to the batch; True if it took `future` (a task resolves it with its result)."""
+        seg = batch.segments[-1]
+        match op:
+            case Append(table, columns, rows):
+                seg.appends.setdefault((table, columns), []).extend(rows)
+                batch.rows += len(rows)
+            case Put(table, row):
+                changes = seg.records.setdefault(table, {})
+                change = changes.get(row[0])
+                if change is None:
+                    changes[row[0]] = _RecordChange(row=row)
+                else:
+                    change.row = row
+                batch.rows += 1
+            case Delete(table, key):
+                changes = seg.records.setdefault(table, {})
+                changes.pop(key, None)
+                changes[key] = _RecordChange(deleted=True)
+                batch.rows += 1
+            case Update(table, columns, row):
+                seg.updates.setdefault((table, columns), {})[row[0]] = row
+                batch.rows += 1
+            case Run(task):
+                seg.task, seg.task_future = task, future
+                batch.segments.append(_Segment())
+                batch.rows += 1
+                return True
+        return False
+
+    # The writer thread
+
+    def _take(self) -> tuple[_Batch, bool]:
+        with self._cond:
+            while True:
+                batch = self._batch
+                if self._stopping or batch.urgent:
+                    break
+                if batch.has_writes:
+                    left = batch.first_at + self._interval - time.monotonic()
+                    if left <= 0 or batch.rows >= MAX_BATCH_ROWS:
+                        break
+                    self._cond.wait(left)
+                else:
+                    self._cond.wait()
+            self._batch = _Batch()
+            self._in_flight = True
+            return batch, self._stopping
+
+    def _run(self) -> None:
+        try:
+            while True:
+                batch, last = self._take()
+                try:
+                    self._commit(batch)
+                finally:
+                    with self._cond:
+                        self._in_flight = False
+                if last:
+                    break
+        except BaseException as exc:  # a bug: report it to every waiter rather than leave them hanging
+            log.exception("storage writer died")
+            self._die(exc)
+            self._cur.close()
+            self._stopped.set_exception(exc)
+            return
+        try:
+            self._checkpoint_now()
+        except duckdb.Error:
+            # everything is committed; the WAL is replayed at the next open
+            log.warning("storage: CHECKPOINT at close failed", exc_info=True)
+        finally:
+            self._cur.close()
+        self._stopped.set_result(None)
+
+    def _die(self, exc: BaseException) -> None:
+        with self._cond:
+            self._stopping = True
+            self._dead = exc
+            batch, self._batch = self._batch, _Batch()
+        for future in _waiters(batch):
+            future.set_exception(exc)
+
+    def _commit(self, batch: _Batch) -> None:
+        results: list[tuple[Future[Any], Any]] = []
+        if batch.has_writes:
+            try:
+                self._cur.execute("BEGIN")
+                for seg in batch.segments:
+                    self._apply(seg)
+                    if seg.task is not None and seg.task_future is not None:
+                        results.append((seg.task_future, seg.task(self._cur)))
+                self._cur.execute("COMMIT")
+            except Exception as exc:
+                # Never COMMIT after an error: DuckDB would return normally and roll back.
+                self._rollback()
+                log.error("storage: a batch of %d writes failed and was rolled back", batch.rows, exc_info=exc)
+                for future in _waiters(batch):
+                    future.set_exception(exc)
+                return
+        for future, result in results:
+            future.set_result(result)
+        for future in batch.futures:
+            future.set_result(None)
+        if batch.checkpoints:
+            self._checkpoint(batch.checkpoints)
+
+    def _apply(self, seg: _Segment) -> None:
+        cur = self._cur
+        for table, changes in seg.records.items():
+            deleted = [(key,) for key, change in changes.items() if change.deleted]
+            if deleted:
+                _flush(cur.appender(table.name, action="delete", key=[table.key]), deleted)
+            rows = [change.row for change in changes.values() if change.row is not None]
+            if rows:
+                _flush(cur.appender(table.name, columns=list(table.columns), action="upsert"), rows)
+        for (table, columns), by_key in seg.updates.items():
+            _flush(cur.appender(table.name, columns=list(columns), action="update", key=[table.key]), by_key.values())
+        for (name, columns), rows in seg.appends.items():
+            if rows:
+                _flush(cur.appender(name, columns=list(columns)), rows)
+
+    def _rollback(self) -> None:
+        try:
+            self._cur.execute("ROLLBACK")
+        except duckdb.Error:
+            pass  # no transaction left to roll back (the failed statement was BEGIN or COMMIT)
+
+    def _checkpoint_now(self) -> None:
+        # CHECKPOINT fails while another transaction is open (a read in flight); reads are short
+        for _ in range(CHECKPOINT_ATTEMPTS - 1):
+            try:
+                self._cur.execute("CHECKPOINT")
+                return
+            except duckdb.TransactionException:
+                time.sleep(CHECKPOINT_RETRY_DELAY)
+        self._cur.execute("CHECKPOINT")
+
+    def _checkpoint(self, futures: list[Future[Any]]) -> None:
+        try:
+            self._checkpoint_now()
+        except Exception as exc:
+            for future in futures:
+                future.set_exception(exc)
+        else:
+            for future in futures:
+                future.set_result(None)
+
+
+def _waiters(batch: _Batch) -> list[Future[Any]]:
+    tasks = [seg.task_future for seg in batch.segments if seg.task_future is not None]
+    return [*batch.futures, *batch.checkpoints, *tasks]
+
+
+def _flush(appender: duckdb.Appender, rows: Any) -> None:
+    appender.append_rows(rows)
+    appender.flush()
