@@ -1,0 +1,248 @@
+"""The file tools: `read_file`, `write_file` and `edit`, all behind the workspace path policy."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from openvaala_lsp.tools.base import ToolContext, ToolOutput
+from openvaala_lsp.tools.common import LocalTool, StopFlag, ToolFailure, run_in_thread
+from openvaala_lsp.tools.paths import resolve_path
+
+DEFAULT_READ_LINES = 2000
+MAX_LINE_CHARS = 2000
+MAX_READ_OUTPUT = 100_000
+"""Characters of numbered lines one read returns; past it the model pages with `offset`."""
+
+BINARY_SNIFF_BYTES = 8192
+
+
+def is_binary(sample: bytes) -> bool:
+    """A NUL byte in the first block is the same test git and ripgrep use."""
+    return b"\0" in sample[:BINARY_SNIFF_BYTES]
+
+
+def _existing_file(path: str, real: str) -> None:
+    if not os.path.exists(real):
+        raise ToolFailure(f"file not found: {path}")
+    if os.path.isdir(real):
+        raise ToolFailure(f"is a directory, not a file: {path} (use the glob tool to list it)")
+    if not os.path.isfile(real):
+        raise ToolFailure(f"not a regular file: {path}")
+
+
+def _number(line_number: int, text: str) -> str:
+    return f"{line_number:>6}\t{text}"
+
+
+def _clip(text: str) -> str:
+    text = text.rstrip("\r")
+    if len(text) > MAX_LINE_CHARS:
+        text = f"{text[:MAX_LINE_CHARS]}... [line cut, {len(text)} characters in all]"
+    return text
+
+
+def _read_lines(path: str, real: str, offset: int, limit: int, stop: StopFlag) -> str:
+    _existing_file(path, real)
+    with open(real, "rb") as file:
+        if is_binary(file.read(BINARY_SNIFF_BYTES)):
+            size = os.fstat(file.fileno()).st_size
+            raise ToolFailure(f"binary file, not shown: {path} ({size} bytes); read_file only shows text")
+        file.seek(0)
+        shown: list[str] = []
+        used = 0
+        last_shown = offset - 1
+        total = 0
+        full = False
+        for total, raw in enumerate(file, start=1):
+            if total % 10_000 == 0:
+                stop.check()
+            if total < offset or full:
+                continue
+            line = _number(total, _clip(raw.rstrip(b"\n").decode("utf-8", errors="replace")))
+            if len(shown) >= limit or (shown and used + len(line) + 1 > MAX_READ_OUTPUT):
+                full = True
+                continue
+            shown.append(line)
+            used += len(line) + 1
+            last_shown = total
+    if total == 0:
+        return f"(empty file: {real})"
+    if offset > total:
+        raise ToolFailure(f"offset {offset} is past the end of {path}, which has {total} lines")
+    text = "\n".join(shown)
+    if last_shown < total:
+        text += (
+            f"\n\n[lines {offset}-{last_shown} of {total} shown; "
+            f"{total - last_shown} more, continue with offset={last_shown + 1}]"
+        )
+    return text
+
+
+class ReadFileTool(LocalTool):
+    NAME = "read_file"
+    DESCRIPTION = (
+        "Read a text file from the workspace. Lines come numbered like `cat -n` (line number, a tab, the "
+        "text); the numbers are not part of the file, so leave them out of edit's old_string.\n"
+        f"- Reads up to {DEFAULT_READ_LINES} lines from the start by default; use offset (1-based line number) "
+        "and limit to page through long files. A note at the end says when more lines follow and which "
+        "offset continues.\n"
+        f"- Lines longer than {MAX_LINE_CHARS} characters are cut.\n"
+        "- Binary files are refused. Paths are absolute or relative to the workspace directory and must stay "
+        "inside the workspace."
+    )
+    PARAMETERS = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "minLength": 1, "description": "File to read."},
+            "offset": {
+                "type": "integer",
+                "minimum": 1,
+                "default": 1,
+                "description": "First line to show, 1-based (default 1).",
+            },
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "default": DEFAULT_READ_LINES,
+                "description": f"Most lines to show (default {DEFAULT_READ_LINES}).",
+            },
+        },
+        "required": ["path"],
+        "additionalProperties": False,
+    }
+
+    async def execute(self, arguments: dict[str, Any], context: ToolContext) -> ToolOutput:
+        path: str = arguments["path"]
+        real = resolve_path(path, context)
+        offset: int = arguments["offset"]
+        limit: int = arguments["limit"]
+        text = await run_in_thread(lambda stop: _read_lines(path, real, offset, limit, stop))
+        return ToolOutput(text=text)
+
+
+def _write(path: str, real: str, content: str) -> str:
+    if os.path.isdir(real):
+        raise ToolFailure(f"is a directory, not a file: {path}")
+    existed = os.path.exists(real)
+    os.makedirs(os.path.dirname(real), exist_ok=True)
+    data = content.encode("utf-8")
+    # Written in place, so the file keeps its mode, owner and hard links.
+    with open(real, "wb") as file:
+        file.write(data)
+    verb = "Overwrote" if existed else "Created"
+    return f"{verb} {real} ({len(data)} bytes)"
+
+
+class WriteFileTool(LocalTool):
+    NAME = "write_file"
+    DESCRIPTION = (
+        "Write a file in the workspace with exactly the given content (UTF-8), replacing it if it exists and "
+        "creating missing parent directories. Reports the bytes written.\n"
+        "- For changing part of an existing file prefer the edit tool: it is shorter and cannot drop "
+        "unrelated text by accident.\n"
+        "- Paths are absolute or relative to the workspace directory and must stay inside the workspace."
+    )
+    PARAMETERS = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "minLength": 1, "description": "File to write."},
+            "content": {"type": "string", "description": "The complete new content of the file."},
+        },
+        "required": ["path", "content"],
+        "additionalProperties": False,
+    }
+
+    async def execute(self, arguments: dict[str, Any], context: ToolContext) -> ToolOutput:
+        path: str = arguments["path"]
+        real = resolve_path(path, context)
+        content: str = arguments["content"]
+        text = await run_in_thread(lambda stop: _write(path, real, content))
+        return ToolOutput(text=text)
+
+
+SNIPPET_CONTEXT = 3
+MAX_SNIPPET_LINES = 30
+
+
+def _snippet(content: str, start: int, length: int) -> str:
+    """Numbered lines around content[start:start+length], so the model sees the result in place."""
+    first = content.count("\n", 0, start) + 1
+    last = first + content.count("\n", start, start + length)
+    lines = content.split("\n")
+    low = max(first - SNIPPET_CONTEXT, 1)
+    high = min(last + SNIPPET_CONTEXT, len(lines), low + MAX_SNIPPET_LINES - 1)
+    return "\n".join(_number(number, _clip(lines[number - 1])) for number in range(low, high + 1))
+
+
+def _edit(path: str, real: str, old: str, new: str, replace_all: bool) -> str:
+    _existing_file(path, real)
+    with open(real, "rb") as file:
+        data = file.read()
+    if is_binary(data):
+        raise ToolFailure(f"binary file, cannot edit: {path}")
+    try:
+        content = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ToolFailure(
+            f"not valid UTF-8, cannot edit safely: {path} ({error.reason} at byte {error.start})"
+        ) from error
+    count = content.count(old)
+    if count == 0 and "\r\n" in content and "\n" in old and "\r\n" not in old:
+        # The model usually writes plain \n; match the file's CRLF line endings and keep them.
+        old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+        count = content.count(old)
+    if count == 0:
+        raise ToolFailure(
+            f"old_string not found in {path}; it must match the file exactly, including whitespace and "
+            "indentation (read the file again if it may have changed)"
+        )
+    if count > 1 and not replace_all:
+        raise ToolFailure(
+            f"old_string found {count} times in {path}; include more surrounding lines to make it unique, "
+            "or set replace_all to change every occurrence"
+        )
+    first = content.find(old)
+    updated = content.replace(old, new) if replace_all else content.replace(old, new, 1)
+    with open(real, "wb") as file:
+        file.write(updated.encode("utf-8"))
+    done = f"Replaced {count} occurrences" if replace_all and count > 1 else "Replaced 1 occurrence"
+    return f"{done} in {real}.\n{_snippet(updated, first, len(new))}"
+
+
+class EditTool(LocalTool):
+    NAME = "edit"
+    DESCRIPTION = (
+        "Replace an exact piece of text in an existing file. old_string must match the file character for "
+        "character (whitespace and indentation included, without read_file's line-number prefixes).\n"
+        "- It must occur exactly once unless replace_all is true; if it occurs several times the edit is "
+        "refused and the count is reported: add surrounding lines to make it unique.\n"
+        "- new_string must differ from old_string. To create a file use write_file.\n"
+        "- Returns the edited region with line numbers."
+    )
+    PARAMETERS = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "minLength": 1, "description": "File to edit."},
+            "old_string": {"type": "string", "minLength": 1, "description": "Exact text to replace."},
+            "new_string": {"type": "string", "description": "Text to put in its place."},
+            "replace_all": {
+                "type": "boolean",
+                "default": False,
+                "description": "Replace every occurrence instead of requiring exactly one (default false).",
+            },
+        },
+        "required": ["path", "old_string", "new_string"],
+        "additionalProperties": False,
+    }
+
+    async def execute(self, arguments: dict[str, Any], context: ToolContext) -> ToolOutput:
+        path: str = arguments["path"]
+        old: str = arguments["old_string"]
+        new: str = arguments["new_string"]
+        if old == new:
+            raise ToolFailure("old_string and new_string are the same; there is nothing to change")
+        real = resolve_path(path, context)
+        replace_all: bool = arguments["replace_all"]
+        text = await run_in_thread(lambda stop: _edit(path, real, old, new, replace_all))
+        return ToolOutput(text=text)

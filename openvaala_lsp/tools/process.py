@@ -1,0 +1,179 @@
+"""Running a command as its own process group, reading its output without ever blocking it.
+
+The child runs in a new session, so it and everything it starts (background jobs included) share
+one process group that can be signalled as a whole. stdout and stderr go to one pipe that this
+module owns, so output arrives in the order it was written and the pipe can be closed even when a
+stray grandchild still holds its write end. Reading continues past the output cap (bytes are
+counted and dropped) so a chatty child never stalls on a full pipe.
+
+Stopping (timeout, cancellation, or background jobs still holding the output after the command
+exited): SIGTERM to the group; up to `TERM_GRACE` seconds for the leader to exit, the pipe to
+close and (on Linux, read from /proc) every member of the group to exit; then SIGKILL to the group,
+the leader is reaped, and up to `KILL_WAIT` seconds pass until no member is left running. So when
+a stop returns, the processes are gone, not merely signalled. Processes that left the group
+(setsid, daemons) are out of reach: the usual limit without cgroups or a PID namespace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import Mapping, Sequence
+
+import attrs
+
+from openvaala_lsp.tools.truncate import HeadTailBuffer
+
+TERM_GRACE = 2.0
+"""Seconds between SIGTERM and SIGKILL."""
+
+KILL_WAIT = 2.0
+"""Seconds to wait for killed processes to finish exiting (a process stuck in the kernel may not)."""
+
+EXIT_GRACE = 1.0
+"""Seconds the output may stay open after the command exited (a background job holding it)."""
+
+
+@attrs.define(kw_only=True)
+class ProcessResult:
+    output: HeadTailBuffer
+    exit_code: int | None  # None if it never exited by itself (timed out)
+    timed_out: bool = False
+    stopped_background: bool = False  # background jobs still holding the output were stopped
+
+
+class _PipeReader(asyncio.Protocol):
+    """Feeds every chunk into the buffer and resolves `closed` at end of file."""
+
+    def __init__(self, buffer: HeadTailBuffer, closed: asyncio.Future[None]) -> None:
+        self._buffer = buffer
+        self._closed = closed
+
+    def data_received(self, data: bytes) -> None:
+        self._buffer.feed(data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self._closed.done():
+            self._closed.set_result(None)
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    # ProcessLookupError: the group is already empty. PermissionError: only possible if the pgid
+    # was recycled by someone else's process, which must not be touched anyway.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)
+
+
+def _group_has_live_members(pgid: int) -> bool:
+    """Whether a process of group `pgid` is still running (zombies awaiting their reaper do not
+    count). Linux only: elsewhere, without /proc, this says False and the caller relies on the
+    leader's exit and the pipe closing instead."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return False
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat:
+                data = stat.read()
+        except OSError:
+            continue  # exited meanwhile
+        # After "pid (comm) ": state, ppid, pgrp. comm may contain spaces and parentheses.
+        fields = data[data.rfind(b")") + 2 :].split()
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+async def _group_gone(pgid: int) -> None:
+    # Polled: the exit of a process that is not our child raises no event we could wait for.
+    while True:
+        if not await asyncio.to_thread(_group_has_live_members, pgid):
+            return
+        await asyncio.sleep(0.02)
+
+
+async def _stop_group(process: asyncio.subprocess.Process, closed: asyncio.Future[None]) -> None:
+    pgid = process.pid  # a session leader's pid is its group id
+    _signal_group(pgid, signal.SIGTERM)
+    try:
+        # Polite first: give the group a moment to exit and let go of the pipe.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(
+                asyncio.gather(process.wait(), asyncio.shield(closed), _group_gone(pgid)), TERM_GRACE
+            )
+    finally:
+        # Runs even when this wait is itself cancelled, so nothing survives a second interrupt.
+        _signal_group(pgid, signal.SIGKILL)
+    await process.wait()
+    # SIGKILL is delivered at once but a process takes a moment to finish exiting; when this
+    # returns the whole group is gone, not just signalled.
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(_group_gone(pgid), KILL_WAIT)
+
+
+async def run_process_group(
+    argv: Sequence[str],
+    *,
+    cwd: str,
+    env: Mapping[str, str],
+    time_limit: float,
+    read_limit: int,
+) -> ProcessResult:
+    """Runs `argv` with stdin from /dev/null and a merged stdout/stderr; OSError if it cannot start."""
+    loop = asyncio.get_running_loop()
+    buffer = HeadTailBuffer(limit=read_limit)
+    read_fd, write_fd = os.pipe()
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=write_fd,
+            stderr=write_fd,
+            cwd=cwd,
+            env=dict(env),
+            start_new_session=True,
+        )
+    except BaseException:
+        os.close(read_fd)
+        raise
+    finally:
+        # The child has its own copy; ours would keep the pipe open forever.
+        os.close(write_fd)
+
+    closed: asyncio.Future[None] = loop.create_future()
+    pipe = os.fdopen(read_fd, "rb", buffering=0)  # the transport owns it and closes it
+    transport: asyncio.BaseTransport | None = None
+    result = ProcessResult(output=buffer, exit_code=None)
+    try:
+        transport, _ = await loop.connect_read_pipe(lambda: _PipeReader(buffer, closed), pipe)
+        try:
+            await asyncio.wait_for(process.wait(), time_limit)
+        except TimeoutError:
+            result.timed_out = True
+            await _stop_group(process, closed)
+        else:
+            result.exit_code = process.returncode
+            try:
+                await asyncio.wait_for(asyncio.shield(closed), EXIT_GRACE)
+            except TimeoutError:
+                result.stopped_background = True
+                await _stop_group(process, closed)
+        # After SIGKILL the pipe closes at once unless a process outside the group holds it.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(closed), EXIT_GRACE)
+    except asyncio.CancelledError:
+        if transport is None:
+            pipe.close()
+            closed.set_result(None)  # nothing reads it, so nothing to wait for
+        # An interrupt ends everything the command started, detached output or not.
+        await _stop_group(process, closed)
+        raise
+    finally:
+        if transport is not None:
+            transport.close()
+    return result

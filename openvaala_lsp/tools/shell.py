@@ -1,0 +1,108 @@
+"""The `shell` tool: one `/bin/sh -c` command per call, in its own process group."""
+
+from __future__ import annotations
+
+import os
+import signal
+from typing import Any
+
+from openvaala_lsp.tools.base import ToolContext, ToolOutput
+from openvaala_lsp.tools.common import LocalTool, ToolFailure
+from openvaala_lsp.tools.paths import resolve_path
+from openvaala_lsp.tools.process import run_process_group
+from openvaala_lsp.tools.truncate import DEFAULT_MAX_OUTPUT, DEFAULT_READ_LIMIT
+
+DEFAULT_TIMEOUT_MS = 120_000
+MAX_TIMEOUT_MS = 600_000
+SHELL = "/bin/sh"
+
+
+def _status_line(exit_code: int | None, timed_out: bool, timeout_ms: int) -> str:
+    if timed_out or exit_code is None:
+        return f"[timed out after {timeout_ms} ms; the command and every process it started were killed]"
+    if exit_code < 0:
+        try:
+            name = signal.Signals(-exit_code).name
+        except ValueError:
+            name = f"signal {-exit_code}"
+        return f"[killed by {name}]"
+    return f"[exit code {exit_code}]"
+
+
+def _working_directory(workdir: str | None, context: ToolContext) -> str:
+    directory = resolve_path(workdir, context) if workdir else context.directory
+    if not os.path.isdir(directory):
+        raise ToolFailure(f"working directory does not exist or is not a directory: {workdir or directory}")
+    return directory
+
+
+class ShellTool(LocalTool):
+    NAME = "shell"
+    DESCRIPTION = (
+        "Run a shell command with /bin/sh -c and return its combined stdout and stderr (in the order written) "
+        "followed by a status line such as '[exit code 0]'. A non-zero exit code is reported, not treated as a "
+        "failure.\n"
+        "- Each call is a fresh shell: `cd`, variables and aliases do not carry over. Use `workdir` (a directory "
+        "inside the workspace; default: the workspace directory) instead of `cd`, or chain with `&&`.\n"
+        "- stdin is empty (/dev/null): interactive prompts fail at once, so pass flags like `-y` or "
+        "`--no-pager`.\n"
+        "- The environment is the user's configured environment, not the runtime's.\n"
+        f"- timeout_ms defaults to {DEFAULT_TIMEOUT_MS} and may be raised to {MAX_TIMEOUT_MS}; on timeout the "
+        "command and all processes it started are killed.\n"
+        f"- Long output is cut to about {DEFAULT_MAX_OUTPUT} characters: the start and the end are kept with "
+        "'[... N lines / M bytes omitted ...]' in between. Redirect to a file and read parts of it, or filter "
+        "with grep/head/tail, when you need everything.\n"
+        "- Background jobs that still write to the output when the command ends are stopped. To leave a "
+        "process running, detach its output: `nohup server > server.log 2>&1 &`.\n"
+        "- Prefer the read_file, write_file, edit, glob and grep tools for reading, changing and finding files."
+    )
+    PARAMETERS = {
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "minLength": 1, "description": "The command line for /bin/sh -c."},
+            "timeout_ms": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_TIMEOUT_MS,
+                "default": DEFAULT_TIMEOUT_MS,
+                "description": f"Milliseconds before the command is killed (default {DEFAULT_TIMEOUT_MS}).",
+            },
+            "workdir": {
+                "type": "string",
+                "description": "Directory to run in, absolute or relative to the workspace directory.",
+            },
+        },
+        "required": ["command"],
+        "additionalProperties": False,
+    }
+
+    def __init__(self, *, max_output: int = DEFAULT_MAX_OUTPUT, read_limit: int = DEFAULT_READ_LIMIT) -> None:
+        super().__init__()
+        self.max_output = max_output
+        self.read_limit = max(read_limit, max_output)
+
+    async def execute(self, arguments: dict[str, Any], context: ToolContext) -> ToolOutput:
+        workdir = _working_directory(arguments.get("workdir"), context)
+        timeout_ms: int = arguments["timeout_ms"]
+        try:
+            result = await run_process_group(
+                [SHELL, "-c", arguments["command"]],
+                cwd=workdir,
+                env=context.environment,
+                time_limit=timeout_ms / 1000,
+                read_limit=self.read_limit,
+            )
+        except OSError as error:
+            raise ToolFailure(f"could not start {SHELL}: {error.strerror or error}") from error
+        text = result.output.render(self.max_output)
+        if text and not text.endswith("\n"):
+            text += "\n"
+        if not text:
+            text = "(no output)\n"
+        text += _status_line(result.exit_code, result.timed_out, timeout_ms)
+        if result.stopped_background:
+            text += (
+                "\n[background processes still attached to the output were stopped; "
+                "redirect their output to keep them running]"
+            )
+        return ToolOutput(text=text, is_error=result.timed_out)
