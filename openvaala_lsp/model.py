@@ -10,7 +10,7 @@ import datetime as dt
 import enum
 import secrets
 import time
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import attrs
 
@@ -226,6 +226,8 @@ class Item:
     from_: Address | None = None
     tool_call: ToolCall | None = None
     tool_result: ToolResult | None = None
+    # opaque data a provider needs back in the next request (signed thinking, encrypted reasoning)
+    provider_data: list[dict[str, Any]] | None = None
 
 
 @attrs.define(kw_only=True)

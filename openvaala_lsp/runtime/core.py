@@ -7,45 +7,64 @@ subscription sink) and the request second. Nothing here knows about JSON-RPC.
 from __future__ import annotations
 
 import asyncio
+import base64
 import collections
+import copy
 from collections.abc import Awaitable, Iterable
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from openvaala_lsp.definitions import Definitions
+from openvaala_lsp.definitions import Definitions, ModelDefinition
 from openvaala_lsp.model import (
+    Address,
+    AddressKind,
+    Content,
+    ContextUsage,
     Conversation,
     ConversationId,
     ConversationListEntry,
     ErrorInfo,
     ExecutorSettings,
+    Item,
+    ItemStatus,
+    ItemType,
     LoggedItem,
+    ModelRef,
     ModelSelection,
     Order,
     Page,
+    PendingInput,
     Session,
     SessionRuntimeInfo,
     Turn,
     new_id,
     utcnow,
 )
-from openvaala_lsp.runtime import api, events, subscriptions
+from openvaala_lsp.runtime import api, context, events, subscriptions
 from openvaala_lsp.runtime.client import Client
+from openvaala_lsp.runtime.conversation import OpenConversation
 from openvaala_lsp.runtime.errors import (
     ConversationNotFound,
+    ConversationNotOpen,
+    ConversationReconfigured,
     InvalidParams,
+    InvalidState,
+    NoModelConfigured,
     NotFound,
     RuntimeStopped,
     SessionNotFound,
 )
+from openvaala_lsp.runtime.models import Providers, resolve_model
 from openvaala_lsp.runtime.subscriptions import Subscription
-from openvaala_lsp.runtime.workspace import containing_folder, list_subdirectories, resolve_directory
+from openvaala_lsp.runtime.workspace import containing_folder, list_subdirectories, real_folders, resolve_directory
 from openvaala_lsp.storage.interfaces import InvalidCursor, Storage
+from openvaala_lsp.tools.registry import local_tools
 
 P = TypeVar("P")
 
 DEFAULT_AGENT = "default"
 LOCAL_EXECUTOR = "local"
 MAX_TITLE_LENGTH = 1000
+MAX_IMAGE_BYTES = 5 * 1024 * 1024
 UNSUBSCRIBED = "unsubscribed"
 
 
@@ -58,37 +77,28 @@ def format_environment(environment: dict[str, str]) -> list[str]:
     return [f"{key}={value}" for key, value in sorted(environment.items())]
 
 
-class OpenConversation:
-    """A conversation the runtime holds loaded: where its tools run and who watches its sessions."""
-
-    def __init__(self, conversation: Conversation, sessions: list[Session], environment: dict[str, str]) -> None:
-        self.conversation = conversation
-        self.sessions = {session.id: session for session in sessions}
-        self.environment = environment
-
-    def runtime_info(self, session: Session) -> SessionRuntimeInfo:
-        return SessionRuntimeInfo(session=session)
-
-    @property
-    def busy(self) -> bool:
-        return False
-
-
 class Runtime:
-    def __init__(self, storage: Storage, definitions: Definitions | None = None) -> None:
+    def __init__(
+        self, storage: Storage, definitions: Definitions | None = None, *, max_image_bytes: int = MAX_IMAGE_BYTES
+    ) -> None:
+        self.storage = storage
         self._storage = storage
-        self._definitions = definitions or Definitions()
+        self.definitions = definitions or Definitions()
+        self.providers = Providers()
+        self.max_image_bytes = max_image_bytes
         self._open: dict[ConversationId, OpenConversation] = {}
         self._conversation_subs: dict[ConversationId, set[Subscription]] = collections.defaultdict(set)
+        self._running_subs: set[Subscription] = set()
+        self._running: frozenset[ConversationId] = frozenset()
         # read-modify-write of one conversation's record is serialised so no update is lost
         self._record_locks: dict[ConversationId, asyncio.Lock] = collections.defaultdict(asyncio.Lock)
         self._stopped = False
 
     @classmethod
-    async def start(cls, storage: Storage, definitions: Definitions | None = None) -> Runtime:
+    async def start(cls, storage: Storage, definitions: Definitions | None = None, **options: Any) -> Runtime:
         """A runtime over `storage`; turns a previous process left running read `interrupted`."""
         await storage.interrupt_running_turns(utcnow())
-        return cls(storage, definitions)
+        return cls(storage, definitions, **options)
 
     @property
     def stopped(self) -> bool:
@@ -99,10 +109,13 @@ class Runtime:
         if self._stopped:
             return
         self._stopped = True
+        await asyncio.gather(*(opened.stop() for opened in self._open.values()))
         reason = ErrorInfo(kind=RuntimeStopped.kind, message=RuntimeStopped.default_message)
-        for subs in list(self._conversation_subs.values()):
-            for sub in list(subs):
-                sub.close(reason)
+        subs = [sub for registry in self._conversation_subs.values() for sub in registry]
+        subs += [sub for opened in self._open.values() for r in opened.runners.values() for sub in r.subscribers]
+        for sub in [*subs, *self._running_subs]:
+            sub.close(reason)
+        await self.providers.close()
         await self._storage.close()
 
     def _check_running(self) -> None:
@@ -136,7 +149,8 @@ class Runtime:
         )
         await self._storage.create_conversation(conversation, session)
         environment = self._environment(client, request.environment)
-        self._open[conversation.id] = OpenConversation(conversation, [session], environment)
+        folders = real_folders(await client.workspace_folders())
+        self._open[conversation.id] = OpenConversation(self, conversation, [session], environment, folders)
         return conversation
 
     async def open_conversation(self, client: Client, request: api.OpenConversationRequest) -> Conversation:
@@ -145,7 +159,19 @@ class Runtime:
         opened = self._open.get(conversation.id)
         if opened is None:
             sessions = await self._all_sessions(conversation.id)
-            opened = OpenConversation(conversation, sessions, self._environment(client, request.environment))
+            folders = real_folders(await client.workspace_folders())
+            environment = self._environment(client, request.environment)
+            opened = OpenConversation(self, conversation, sessions, environment, folders)
+            opened.last_ordinal = await self._storage.last_ordinal(conversation.id)
+            pending = await self._storage.list_pending_inputs(conversation.id)
+            logged = {li.item.id for li in await self._storage.get_items(conversation.id, [p.item.id for p in pending])}
+            for entry in pending:
+                runner = opened.runner(entry.item.session_id)
+                if entry.item.id in logged:
+                    # taken into a turn just before a crash: the log has it, the queue must not
+                    await self._storage.remove_pending_input(conversation.id, entry.item.id)
+                elif runner is not None:
+                    runner.pending.append(entry)
             self._open[conversation.id] = opened
         elif request.environment is not None:
             opened.environment = self._environment(client, request.environment)
@@ -177,17 +203,22 @@ class Runtime:
         )
         for entry in page.items:
             opened = self._open.get(entry.conversation.id)
-            entry.running = opened is not None and opened.busy
+            entry.running = opened is not None and opened.running
         return page
 
     async def delete_conversation(self, client: Client, request: api.DeleteConversationRequest) -> api.Empty:
         self._check_running()
         async with self._record_locks[request.conversation_id]:
             await self._conversation(request.conversation_id)
-            self._open.pop(request.conversation_id, None)
+            opened = self._open.pop(request.conversation_id, None)
             reason = ErrorInfo(kind=ConversationNotFound.kind, message="conversation deleted")
-            for sub in list(self._conversation_subs.get(request.conversation_id, ())):
+            subs = list(self._conversation_subs.get(request.conversation_id, ()))
+            if opened is not None:
+                await opened.stop()
+                subs += [sub for runner in opened.runners.values() for sub in runner.subscribers]
+            for sub in subs:
                 sub.close(reason)
+            self._update_running()
             await self._storage.delete_conversation(request.conversation_id)
         self._record_locks.pop(request.conversation_id, None)
         return api.Empty()
@@ -260,13 +291,15 @@ class Runtime:
                 break
             cursor = page.next_cursor
         info = self._runtime_info(session)
+        opened = self._open.get(request.conversation_id)
+        runner = opened.runner(session.id) if opened else None
         return api.SessionDetails(
             session=session,
             info=info,
             turn_count=turn_count,
             item_count=await self._storage.count_items(request.conversation_id, session.id),
             usage=usage or info.usage,
-            pending_inputs=[],
+            pending_inputs=runner.pending_infos() if runner else [],
         )
 
     async def list_turns(self, client: Client, request: api.ListTurnsRequest) -> Page[Turn, str]:
@@ -346,6 +379,176 @@ class Runtime:
         self._check_running()
         return api.IsIdleResult(idle=not any(opened.busy for opened in self._open.values()))
 
+    def idle(self) -> bool:
+        return not any(opened.busy for opened in self._open.values())
+
+    # Input and turns
+
+    async def submit_input(self, client: Client, request: api.SubmitInputRequest) -> api.SubmitInputResult:
+        self._check_running()
+        opened = await self._opened(request.conversation_id)
+        self._check_content(request.content)
+        runner = opened.main_runner()
+        if request.input_id:
+            known = next((p.item.id for p in runner.pending if p.input_id == request.input_id), None)
+            known = known or await self._storage.find_input(request.conversation_id, request.input_id)
+            if known is not None:
+                return api.SubmitInputResult(item_id=known)
+        resolve_model(self.definitions, runner.session.model, runner.session.agent_name)  # noModelConfigured
+        item = Item(
+            id=new_id("item"),
+            conversation_id=request.conversation_id,
+            session_id=runner.session.id,
+            type=ItemType.USER_MESSAGE,
+            status=ItemStatus.PENDING,
+            created_at=utcnow(),
+            content=request.content,
+            from_=request.from_ or Address(kind=AddressKind.USER),
+        )
+        await runner.add_input(PendingInput(item=item, mode=request.mode, input_id=request.input_id))
+        return api.SubmitInputResult(item_id=item.id)
+
+    async def steer_input(self, client: Client, request: api.SteerInputRequest) -> api.Empty:
+        self._check_running()
+        runner = (await self._opened(request.conversation_id)).main_runner()
+        await runner.steer(request.item_id, request.turn_id)
+        return api.Empty()
+
+    async def withdraw_input(self, client: Client, request: api.WithdrawInputRequest) -> api.WithdrawInputResult:
+        self._check_running()
+        runner = (await self._opened(request.conversation_id)).main_runner()
+        return api.WithdrawInputResult(items=[await runner.withdraw(request.item_id)])
+
+    async def interrupt_turn(self, client: Client, request: api.InterruptTurnRequest) -> api.TurnIdResult:
+        self._check_running()
+        opened = await self._opened(request.conversation_id)
+        running = [runner for runner in opened.runners.values() if runner.active is not None]
+        if not running:
+            raise InvalidState("no turn is running")
+        turn_ids = [runner.interrupt() for runner in running]
+        return api.TurnIdResult(turn_id=turn_ids[0])
+
+    async def interrupt_turn_with_input(self, client: Client, request: api.InterruptTurnWithInputRequest) -> api.Empty:
+        self._check_running()
+        runner = (await self._opened(request.conversation_id)).main_runner()
+        await runner.interrupt_with(request.item_id, request.turn_id)
+        return api.Empty()
+
+    async def get_session_context_usage(self, client: Client, request: api.SessionRequest) -> api.SessionContextUsage:
+        self._check_running()
+        session = await self._session(request.conversation_id, request.session_id)
+        opened = self._open.get(request.conversation_id)
+        runner = opened.runner(session.id) if opened else None
+        items = runner.history if runner and runner.history is not None else None
+        if items is None:
+            items = await (opened.load_history(session.id) if opened else self._history(session))
+        model = self._model_or_none(session)
+        window = model.context_window if model else 0
+        tools = opened.tools(self.definitions, session.agent_name) if opened else local_tools()
+        instructions = runner._instructions(self.definitions) if runner else ""
+        last = runner.last_call if runner else None
+        return api.SessionContextUsage(
+            items=[api.ItemTokens(item_id=item.id, tokens=context.estimate_item(item)) for item in items],
+            next_request=runner.next_request_usage(window) if runner else ContextUsage(window=window),
+            system_tokens=context.estimate_text(instructions),
+            threshold_tokens=self._threshold(model),
+            tool_tokens=context.estimate_tools(context.tool_specs(tools)),
+            window=window,
+            last_request=(
+                api.LastRequestUsage(
+                    estimated_tokens=last.usage.input_tokens if last.usage_estimated else 0,
+                    model=ModelRef(provider=last.provider, name=last.model),
+                    model_call_id=last.id,
+                    usage=last.usage,
+                )
+                if last
+                else None
+            ),
+        )
+
+    async def set_session_model(self, client: Client, request: api.SetSessionModelRequest) -> Session:
+        self._check_running()
+        session = await self._session(request.conversation_id, request.session_id)
+        session.model = self._check_model(request.model, "$.model.model") or ModelSelection()
+        await self._storage.update_session(session)
+        opened = self._open.get(request.conversation_id)
+        runner = opened.runner(session.id) if opened else None
+        if runner is not None:
+            runner.session = session  # takes effect at the next turn
+            self.session_changed(opened, runner)  # type: ignore[arg-type]
+        return session
+
+    async def set_definitions(self, client: Client, request: Definitions) -> api.SetDefinitionsResult:
+        """Replaces every definition. Busy conversations finish their turn with the old ones, then
+        their subscriptions close with `conversationReconfigured`."""
+        self._check_running()
+        self.definitions = request
+        busy = [cid for cid, opened in self._open.items() if opened.running]
+        for cid in busy:
+            self._open[cid].reconfigured = True
+        return api.SetDefinitionsResult(busy_conversation_ids=busy)
+
+    # Session subscriptions
+
+    async def subscribe_session(
+        self, client: Client, request: api.SubscribeSessionRequest
+    ) -> api.SubscribeSessionResult:
+        self._check_running()
+        opened = await self._opened(request.conversation_id)
+        runner = opened.runner(request.session_id)
+        if runner is None:
+            await self._session(request.conversation_id, request.session_id)  # the right error kind
+            raise SessionNotFound(f"session not found: {request.session_id}")
+        sub = Subscription(
+            subscriptions.SESSION,
+            client.client_id,
+            key=(request.conversation_id, request.session_id),
+            on_close=lambda s: self._forget(client, s, runner.subscribers),
+        )
+        # snapshot and registration in one step, with no await in between: nothing lost, nothing twice
+        result = api.SubscribeSessionResult(
+            subscription_id=sub.id,
+            last_saved_ordinal=opened.last_ordinal,
+            pending_inputs=copy.deepcopy(runner.pending_infos()),
+            streaming_items=copy.deepcopy(runner.streaming_items()),
+        )
+        self._attach(client, sub, runner.subscribers)
+        return result
+
+    async def subscribe_running_conversations(
+        self, client: Client, request: api.NoParams
+    ) -> api.SubscribeRunningConversationsResult:
+        self._check_running()
+        sub = Subscription(
+            subscriptions.RUNNING, client.client_id, on_close=lambda s: self._forget(client, s, self._running_subs)
+        )
+        self._attach(client, sub, self._running_subs)
+        return api.SubscribeRunningConversationsResult(
+            subscription_id=sub.id, initial=api.RunningConversations(conversation_ids=sorted(self._running))
+        )
+
+    def session_changed(self, opened: OpenConversation, runner: Any) -> None:
+        self._publish_conversation(
+            opened.conversation.id, events.SessionUpdated(info=copy.deepcopy(runner.runtime_info()))
+        )
+        self._update_running()
+
+    def turn_ended(self, opened: OpenConversation, runner: Any) -> None:
+        if opened.reconfigured and not opened.running:
+            opened.reconfigured = False
+            reason = ErrorInfo(kind=ConversationReconfigured.kind, message=ConversationReconfigured.default_message)
+            subs = list(self._conversation_subs.get(opened.conversation.id, ()))
+            subs += [sub for r in opened.runners.values() for sub in r.subscribers]
+            for sub in subs:
+                sub.close(reason)
+
+    def _update_running(self) -> None:
+        running = frozenset(cid for cid, opened in self._open.items() if opened.running)
+        if running != self._running:
+            self._running = running
+            for sub in list(self._running_subs):
+                sub.publish(api.RunningConversations(conversation_ids=sorted(running)))
+
     # Workspace
 
     async def get_workspace_directories(
@@ -396,6 +599,59 @@ class Runtime:
 
     # Helpers
 
+    async def _opened(self, conversation_id: ConversationId) -> OpenConversation:
+        opened = self._open.get(conversation_id)
+        if opened is None:
+            await self._conversation(conversation_id)
+            raise ConversationNotOpen(f"conversation is not open: {conversation_id}")
+        return opened
+
+    def _check_content(self, content: list[Content]) -> None:
+        if not content:
+            raise InvalidParams("must hold at least one part @ $.content")
+        for index, part in enumerate(content):
+            path = f"$.content[{index}]"
+            if part.type == "text":
+                if part.text is None:
+                    raise InvalidParams(f"required for text content @ {path}.text")
+            elif part.type == "image":
+                if not part.mime_type or not part.mime_type.startswith("image/"):
+                    raise InvalidParams(f"an image MIME type is required @ {path}.mimeType")
+                if part.data is None:
+                    raise InvalidParams(f"base64 image data is required @ {path}.data")
+                try:
+                    size = len(base64.b64decode(part.data, validate=True))
+                except ValueError:
+                    raise InvalidParams(f"not valid base64 @ {path}.data") from None
+                if size > self.max_image_bytes:
+                    raise InvalidParams(f"image of {size} bytes is larger than {self.max_image_bytes} @ {path}.data")
+            else:
+                raise InvalidParams(f"expected 'text' or 'image', got {part.type!r} @ {path}.type")
+
+    def _model_or_none(self, session: Session) -> ModelDefinition | None:
+        try:
+            return resolve_model(self.definitions, session.model, session.agent_name)
+        except NoModelConfigured:
+            return None
+
+    @staticmethod
+    def _threshold(model: ModelDefinition | None) -> int:
+        if model is None:
+            return 0
+        return model.compact_threshold or model.context_window * 9 // 10
+
+    async def _history(self, session: Session) -> list[Item]:
+        items: list[Item] = []
+        cursor: int | None = None
+        while True:
+            page = await self._storage.list_items(
+                session.conversation_id, session_id=session.id, cursor=cursor, limit=api.MAX_LIMIT, order=Order.ASC
+            )
+            items.extend(logged.item for logged in page.items)
+            if page.next_cursor is None:
+                return items
+            cursor = page.next_cursor
+
     async def _conversation(self, conversation_id: ConversationId) -> Conversation:
         conversation = await self._storage.get_conversation(conversation_id)
         if conversation is None:
@@ -435,7 +691,8 @@ class Runtime:
 
     def _runtime_info(self, session: Session) -> SessionRuntimeInfo:
         opened = self._open.get(session.conversation_id)
-        return opened.runtime_info(session) if opened else SessionRuntimeInfo(session=session)
+        runner = opened.runner(session.id) if opened else None
+        return runner.runtime_info() if runner else SessionRuntimeInfo(session=session)
 
     async def _save_conversation(self, conversation: Conversation, *, announce: bool = True) -> Conversation:
         conversation.updated_at = utcnow()
@@ -461,7 +718,7 @@ class Runtime:
         client.subscriptions.pop(sub.id, None)
 
     def _agent_name(self, requested: str) -> str:
-        names = [agent.name for agent in self._definitions.agents]
+        names = [agent.name for agent in self.definitions.agents]
         if not requested:
             return names[0] if names else DEFAULT_AGENT
         if requested not in names and not (requested == DEFAULT_AGENT and not names):
@@ -472,14 +729,14 @@ class Runtime:
         if selection is None or selection.model is None:
             return selection
         ref = selection.model
-        if not any(m.ref == ref for m in self._definitions.models):
+        if not any(m.ref == ref for m in self.definitions.models):
             raise NotFound(f"model not found: {ref.provider}/{ref.name} @ {path}")
         return selection
 
     def _check_executor(self, executor_id: str | None, path: str) -> str:
         if not executor_id:
             return LOCAL_EXECUTOR
-        known = {LOCAL_EXECUTOR} | {executor.id for executor in self._definitions.executors}
+        known = {LOCAL_EXECUTOR} | {executor.id for executor in self.definitions.executors}
         if executor_id not in known:
             raise NotFound(f"executor not found: {executor_id} @ {path}")
         return executor_id

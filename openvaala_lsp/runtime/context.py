@@ -1,0 +1,126 @@
+"""What a model sees: a session's items turned into a provider request, and token estimates.
+
+Estimates use UTF-8 bytes / 4 (what Codex, opencode and Claude Code use); provider-reported usage
+replaces them whenever a call reports it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from openvaala_lsp.model import Content, Item, ItemType, ToolCall
+from openvaala_lsp.providers.base import Message, ModelRequest, ToolSpec
+from openvaala_lsp.tools.base import Tool
+
+BYTES_PER_TOKEN = 4
+
+
+def estimate_text(text: str) -> int:
+    return (len(text.encode()) + BYTES_PER_TOKEN - 1) // BYTES_PER_TOKEN
+
+
+def estimate_item(item: Item) -> int:
+    size = 0
+    for content in item.content or ():
+        size += estimate_text(content.text or "") if content.type == "text" else 1000  # an image, roughly
+    if item.tool_call is not None:
+        size += estimate_text(item.tool_call.name) + estimate_text(item.tool_call.arguments)
+    for data in item.provider_data or ():
+        size += estimate_text(json.dumps(data))
+    return size + 4  # message framing
+
+
+def estimate_tools(tools: Iterable[ToolSpec]) -> int:
+    return sum(
+        estimate_text(json.dumps({"name": t.name, "description": t.description, "parameters": t.parameters}))
+        for t in tools
+    )
+
+
+def tool_specs(tools: Iterable[Tool]) -> list[ToolSpec]:
+    return [ToolSpec(name=t.name, description=t.description, parameters=t.parameters) for t in tools]
+
+
+def item_text(item: Item) -> str:
+    return "".join(c.text or "" for c in item.content or () if c.type == "text")
+
+
+def to_messages(items: Iterable[Item]) -> list[Message]:
+    """Items in log order as provider messages. Consecutive assistant-side items (text, reasoning,
+    tool calls) of one model response form one assistant message; tool results follow it."""
+    messages: list[Message] = []
+    assistant: Message | None = None
+    for item in items:
+        if item.type in (ItemType.ASSISTANT_MESSAGE, ItemType.REASONING, ItemType.TOOL_CALL):
+            if assistant is None:
+                assistant = Message(role="assistant")
+                messages.append(assistant)
+            if item.type == ItemType.ASSISTANT_MESSAGE:
+                assistant.content.extend(c for c in item.content or () if c.type == "text" and c.text)
+            elif item.type == ItemType.REASONING:
+                if item.provider_data:
+                    assistant.reasoning = (assistant.reasoning or []) + item.provider_data
+            elif item.tool_call is not None:
+                assistant.tool_calls.append(item.tool_call)
+            continue
+        if item.type == ItemType.TOOL_RESULT and item.tool_result is not None:
+            messages.append(
+                Message(
+                    role="tool",
+                    tool_call_id=item.tool_result.call_id,
+                    name=item.tool_result.name,
+                    content=list(item.content or [Content(type="text", text="")]),
+                    is_error=item.tool_result.is_error,
+                )
+            )
+        elif item.type == ItemType.USER_MESSAGE:
+            messages.append(Message(role="user", content=list(item.content or ())))
+        elif item.type == ItemType.COMPACTION:
+            messages.append(Message(role="user", content=list(item.content or ())))
+        else:
+            continue  # error items and unknown kinds are for people, not for the model
+        assistant = None
+    return _answer_dangling_calls(messages)
+
+
+def _answer_dangling_calls(messages: list[Message]) -> list[Message]:
+    """Every tool call needs a result before the next request (providers reject the history
+    otherwise); an interrupted turn can leave calls without one."""
+    answered = {m.tool_call_id for m in messages if m.role == "tool"}
+    fixed: list[Message] = []
+    for message in messages:
+        fixed.append(message)
+        for call in message.tool_calls:
+            if call.call_id not in answered:
+                fixed.append(_interrupted_result(call))
+    return fixed
+
+
+def _interrupted_result(call: ToolCall) -> Message:
+    return Message(
+        role="tool",
+        tool_call_id=call.call_id,
+        name=call.name,
+        content=[Content(type="text", text="[the tool did not run: the turn was interrupted]")],
+        is_error=True,
+    )
+
+
+def build_request(
+    model: str,
+    instructions: str,
+    items: Iterable[Item],
+    tools: list[ToolSpec],
+    *,
+    max_output_tokens: int | None,
+    reasoning_effort: str | None,
+) -> ModelRequest:
+    return ModelRequest(
+        model=model,
+        instructions=instructions,
+        messages=to_messages(items),
+        tools=tools,
+        max_output_tokens=max_output_tokens,
+        reasoning_effort=reasoning_effort,
+    )
