@@ -33,6 +33,18 @@ class ModelDefinition:
     local_server: LocalServer | None = None  # set: the runtime starts the server and ignores base_url
 
 
+def embedded_model() -> ModelDefinition:
+    """The model a fresh machine can run with no account: Gemma 3 270M served by llama.cpp."""
+    return ModelDefinition(
+        ref=ModelRef(provider="local", name="gemma3-270m"),
+        api="openai-chat",
+        context_window=4096,
+        max_output_tokens=256,
+        display_name="Gemma 3 270M (local, llama.cpp)",
+        local_server=LocalServer(),
+    )
+
+
 @attrs.define(kw_only=True)
 class AgentDefinition:
     name: str

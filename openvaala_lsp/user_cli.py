@@ -1,7 +1,7 @@
 """`openvaala`: the user's command line.
 
-- `openvaala demo`: drives `openvaala-lsp` over stdio exactly as an editor does and shows what it
-  stored.
+- `openvaala demo [PROMPT]`: drives `openvaala-lsp` over stdio exactly as an editor does: a real
+  conversation with the embedded local model, streamed, then its token usage read back with SQL.
 - `openvaala sql "SELECT ..."`: queries the history database (conversations, sessions, turns,
   items, model_calls and the usage views).
 """
@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from openvaala_lsp import __version__, paths
+from openvaala_lsp.definitions import embedded_model
+from openvaala_lsp.protocol.converter import unstructure
 
 
 class StdioPeer:
@@ -24,17 +26,17 @@ class StdioPeer:
 
     def __init__(self, process: asyncio.subprocess.Process) -> None:
         self.process = process
+        self.notifications: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self._next_id = 0
+        self._waiting: dict[int, asyncio.Future[Any]] = {}
+        self._reader = asyncio.get_running_loop().create_task(self._read_all())
 
     async def request(self, method: str, params: Any) -> Any:
         self._next_id += 1
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiting[self._next_id] = future
         await self._write({"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params})
-        while True:
-            message = await self._read()
-            if message.get("id") == self._next_id and "method" not in message:
-                if "error" in message:
-                    raise RuntimeError(f"{method}: {message['error']['message']}")
-                return message.get("result")
+        return await future
 
     async def notify(self, method: str, params: Any) -> None:
         await self._write({"jsonrpc": "2.0", "method": method, "params": params})
@@ -45,20 +47,41 @@ class StdioPeer:
         self.process.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
         await self.process.stdin.drain()
 
-    async def _read(self) -> dict[str, Any]:
+    async def _read_all(self) -> None:
         assert self.process.stdout is not None
-        length = 0
-        while (line := await self.process.stdout.readline()) not in (b"\r\n", b""):
-            name, _, value = line.decode().partition(":")
-            if name.lower() == "content-length":
-                length = int(value)
-        if not length:
-            raise RuntimeError("openvaala-lsp exited")
-        message: dict[str, Any] = json.loads(await self.process.stdout.readexactly(length))
-        return message
+        while True:
+            length = 0
+            while (line := await self.process.stdout.readline()) not in (b"\r\n", b""):
+                name, _, value = line.decode().partition(":")
+                if name.lower() == "content-length":
+                    length = int(value)
+            if not length:
+                for waiting in self._waiting.values():
+                    if not waiting.done():
+                        waiting.set_exception(RuntimeError("openvaala-lsp exited"))
+                return
+            message = json.loads(await self.process.stdout.readexactly(length))
+            if "method" in message:
+                await self.notifications.put(message)
+                continue
+            future = self._waiting.pop(message["id"]) if message.get("id") in self._waiting else None
+            if future is None:
+                continue
+            if "error" in message:
+                future.set_exception(RuntimeError(message["error"]["message"]))
+            else:
+                future.set_result(message.get("result"))
 
 
-async def demo(directory: Path) -> int:
+DEMO_AGENT = {
+    "name": "assistant",
+    "description": "answers briefly, without tools",
+    "instructions": "You are a helpful assistant. Answer in a few sentences.",
+    "tools": [],
+}
+
+
+async def demo(directory: Path, prompt: str) -> int:
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "openvaala_lsp", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
     )
@@ -71,22 +94,47 @@ async def demo(directory: Path) -> int:
     info = init["capabilities"]["experimental"]["openvaala"]
     version, protocol, count = info["serverVersion"], info["protocolVersion"], len(info["methods"])
     print(f"openvaala-lsp {version} speaks protocol {protocol}: {count} methods")
-    conversation = await peer.request("openvaala/createConversation", {})
-    await peer.request(
-        "openvaala/setConversationTitle", {"conversationId": conversation["id"], "title": "openvaala demo"}
-    )
-    print(f"created conversation {conversation['id']} in {conversation['executorSettings']['directory']}")
-    page = await peer.request("openvaala/listConversations", {"limit": 5})
-    print("latest conversations:")
-    for entry in page["items"]:
-        c = entry["conversation"]
-        print(f"  {c['id']}  {c['createdAt']}  {c['title'] or '(untitled)'}")
+    model = unstructure(embedded_model())
+    await peer.request("openvaala/setDefinitions", {"models": [model], "agents": [DEMO_AGENT]})
+    print(f"model: {model['displayName']} (starts on first use)")
+    conversation = await peer.request("openvaala/createConversation", {"agentName": "assistant"})
+    cid = conversation["id"]
+    await peer.request("openvaala/setConversationTitle", {"conversationId": cid, "title": "openvaala demo"})
+    session = (await peer.request("openvaala/listSessions", {"conversationId": cid}))["items"][0]
+    await peer.request("openvaala/subscribeSession", {"conversationId": cid, "sessionId": session["id"]})
+    await peer.request("openvaala/submitInput", {"conversationId": cid, "content": [{"type": "text", "text": prompt}]})
+    print(f"\nyou: {prompt}\nassistant: ", end="", flush=True)
+    turn = await _stream_turn(peer)
+    print()
+    usage = turn["usage"]
+    print(f"\nturn {turn['status']}: {usage['inputTokens']} input + {usage['outputTokens']} output tokens")
+    if turn.get("error"):
+        print(f"error: {turn['error']['message']}")
     await peer.request("shutdown", None)
     await peer.notify("exit", None)
     code = await process.wait()
-    print(f"history database: {paths.database_path()}")
-    print('query it with: openvaala sql "SELECT id, title, created_at FROM conversations ORDER BY created_at DESC"')
-    return code
+    print(f"\nhistory database: {paths.database_path()}; token usage by model and day:")
+    sql(
+        "SELECT day, provider, model, calls, input_tokens, output_tokens, estimated_calls"
+        " FROM usage_by_model_day ORDER BY day DESC, model LIMIT 10"
+    )
+    return code if turn["status"] == "completed" else 1
+
+
+async def _stream_turn(peer: StdioPeer) -> dict[str, Any]:
+    streaming: set[str] = set()
+    while True:
+        message = await peer.notifications.get()
+        if message["method"] != "openvaala/sessionEvent":
+            continue
+        for event in message["params"]["events"]:
+            if event["type"] == "itemStarted" and event["item"]["type"] == "assistantMessage":
+                streaming.add(event["item"]["id"])
+            elif event["type"] == "itemDelta" and event["itemId"] in streaming:
+                print(event["delta"], end="", flush=True)
+            elif event["type"] == "turnCompleted":
+                turn: dict[str, Any] = event["turn"]
+                return turn
 
 
 def sql(query: str) -> int:
@@ -121,11 +169,12 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     demo_parser = commands.add_parser("demo", help="drive openvaala-lsp like an editor does")
     demo_parser.add_argument("--directory", type=Path, default=Path.cwd(), help="the workspace folder (default: cwd)")
+    demo_parser.add_argument("prompt", nargs="?", default="In two sentences: why keep an agent's history in SQL?")
     sql_parser = commands.add_parser("sql", help="query the history database")
     sql_parser.add_argument("query")
     args = parser.parse_args(argv)
     if args.command == "demo":
-        return asyncio.run(demo(args.directory.resolve()))
+        return asyncio.run(demo(args.directory.resolve(), args.prompt))
     return sql(args.query)
 
 

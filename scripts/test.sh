@@ -7,4 +7,4 @@ bash scripts/setup.sh
 .venv/bin/ruff format --check openvaala_lsp tests bench
 .venv/bin/mypy
 .venv/bin/python -m openvaala_lsp.protocol.schema --check
-.venv/bin/pytest -q -p no:cacheprovider "$@"
+OPENVAALA_REQUIRE_LOCAL_MODEL=1 .venv/bin/pytest -q -p no:cacheprovider "$@"

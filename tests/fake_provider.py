@@ -28,6 +28,7 @@ import asyncio
 import contextlib
 import json
 import threading
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, ClassVar, Self
@@ -75,6 +76,8 @@ class RecordedRequest:
     # "pending" until the response ends: "completed", "dropped" (scripted) or "disconnected" (client left).
     outcome: str = "pending"
     finished: threading.Event = attrs.Factory(threading.Event)
+    received_at: float = attrs.Factory(time.monotonic)  # when the request was read (for benchmarks)
+    finished_at: float | None = None
 
 
 def _api_of(api_or_path: str) -> str:
@@ -266,6 +269,7 @@ class FakeProviderServer:
             request.outcome = sender.result()
         else:
             request.outcome = "disconnected"
+        request.finished_at = time.monotonic()
         request.finished.set()
         return request.outcome == "completed" and response.framing != "close"
 
