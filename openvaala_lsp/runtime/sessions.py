@@ -308,7 +308,9 @@ class SessionRunner:
                 max_output_tokens=model.max_output_tokens,
                 reasoning_effort=self.session.model.reasoning_effort,
             )
-            calls = await self._call_model(active, model, provider.stream(request))
+            # aclosing: a stream left early (error, interrupt) closes its connection at once
+            async with contextlib.aclosing(provider.stream(request)) as stream:  # type: ignore[type-var]
+                calls = await self._call_model(active, model, stream)
             if not calls:
                 return
             for call_item in calls:

@@ -5,7 +5,10 @@ Ordering and durability contract, shared by every implementation:
   serves every write queued at that moment). Other writes are committed within one flush interval.
 - Reads see every write made before them (read-your-writes), committed or not.
 - Ordinals are assigned at `append_item` time, start at 1 per conversation, increase by one and
-  never repeat, also across restarts and after deletes of other conversations.
+  never repeat, also across restarts and after deletes of other conversations; a failed write
+  leaves a gap rather than reusing its ordinals.
+- Updates of records that no longer exist do nothing (an update racing a delete never resurrects).
+- `get_turns` and `get_items` return what they find in the order of the ids asked for.
 - Cursors are exclusive: a page starts strictly after (asc) or before (desc) its cursor.
 """
 
