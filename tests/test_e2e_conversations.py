@@ -140,14 +140,15 @@ async def test_deleting_closes_its_subscriptions(client: LspClient) -> None:
 
 
 async def test_kill_9_after_create_keeps_the_conversation(home: Path, workspace: Path) -> None:
-    first = await LspClient.spawn(home, cwd=workspace)
+    # the runtime itself is killed and restarted: --standalone runs it in the spawned process
+    first = await LspClient.spawn(home, cwd=workspace, args=["--standalone"])
     await first.initialize([workspace])
     created = await first.call("createConversation")
     await first.call("setConversationTitle", {"conversationId": created["id"], "title": "survives"})
     os.kill(first.process.pid, signal.SIGKILL)
     await first.close()
 
-    second = await LspClient.spawn(home, cwd=workspace)
+    second = await LspClient.spawn(home, cwd=workspace, args=["--standalone"])
     await second.initialize([workspace])
     try:
         again = await second.call("getConversation", {"conversationId": created["id"]})
@@ -163,7 +164,7 @@ async def test_kill_9_after_create_keeps_the_conversation(home: Path, workspace:
 
 
 async def test_exit_codes_and_requests_after_shutdown(home: Path, workspace: Path) -> None:
-    lsp = await LspClient.spawn(home, cwd=workspace)
+    lsp = await LspClient.spawn(home, cwd=workspace, args=["--standalone"])
     await lsp.initialize([workspace])
     assert await lsp.request("shutdown") is None
     with pytest.raises(ResponseError) as err:
@@ -172,7 +173,7 @@ async def test_exit_codes_and_requests_after_shutdown(home: Path, workspace: Pat
     await lsp.notify("exit")
     assert await asyncio.wait_for(lsp.process.wait(), 15) == 0
 
-    abrupt = await LspClient.spawn(home, cwd=workspace)
+    abrupt = await LspClient.spawn(home, cwd=workspace, args=["--standalone"])
     await abrupt.initialize([workspace])
     await abrupt.notify("exit")
     assert await asyncio.wait_for(abrupt.process.wait(), 15) == 1

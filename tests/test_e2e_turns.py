@@ -16,6 +16,7 @@ from fake_provider import ChatStream, FakeProviderServer, insufficient_quota
 from lsp_client import LspClient, ResponseError
 
 API_KEY = "sk-test-not-a-real-key"
+STANDALONE = ["--standalone"]  # for tests that restart the runtime itself
 USAGE = {
     "prompt_tokens": 120,
     "completion_tokens": 30,
@@ -47,8 +48,8 @@ def definitions(server: FakeProviderServer) -> dict[str, Any]:
     }
 
 
-async def start(home: Path, workspace: Path, server: FakeProviderServer) -> LspClient:
-    lsp = await LspClient.spawn(home, cwd=workspace, env={"FAKE_API_KEY": API_KEY})
+async def start(home: Path, workspace: Path, server: FakeProviderServer, args: list[str] | None = None) -> LspClient:
+    lsp = await LspClient.spawn(home, cwd=workspace, env={"FAKE_API_KEY": API_KEY}, args=args)
     await lsp.initialize([workspace], options={"eventBatchMs": 2})
     await lsp.call("setDefinitions", definitions(server))
     return lsp
@@ -382,7 +383,7 @@ async def test_input_idempotency_and_validation(agent: LspClient, provider: Fake
 
 
 async def test_no_model_and_not_open(home: Path, workspace: Path) -> None:
-    lsp = await LspClient.spawn(home, cwd=workspace)
+    lsp = await LspClient.spawn(home, cwd=workspace, args=STANDALONE)
     await lsp.initialize([workspace])
     try:
         conversation = await lsp.call("createConversation")
@@ -394,7 +395,7 @@ async def test_no_model_and_not_open(home: Path, workspace: Path) -> None:
         assert err.value.message == "no model is configured; run openvaala to set up a model provider"
     finally:
         await lsp.shutdown()
-    lsp = await LspClient.spawn(home, cwd=workspace)
+    lsp = await LspClient.spawn(home, cwd=workspace, args=STANDALONE)  # a restarted runtime holds nothing open
     await lsp.initialize([workspace])
     try:
         for method, extra in (
@@ -412,7 +413,8 @@ async def test_no_model_and_not_open(home: Path, workspace: Path) -> None:
 
 async def test_kill_9_mid_turn_then_restart(home: Path, workspace: Path, provider: FakeProviderServer) -> None:
     provider.enqueue("openai-chat", ChatStream().text("streaming...").pause(60).finish().response())
-    first = await start(home, workspace, provider)
+    # the runtime is killed: --standalone runs it in the spawned process
+    first = await start(home, workspace, provider, STANDALONE)
     session = await Session.open(first)
     asked = await session.submit("question")
     await session.wait_event(lambda e: e["type"] == "itemDelta")
@@ -420,7 +422,7 @@ async def test_kill_9_mid_turn_then_restart(home: Path, workspace: Path, provide
     os.kill(first.process.pid, signal.SIGKILL)
     await first.close()
 
-    second = await start(home, workspace, provider)
+    second = await start(home, workspace, provider, STANDALONE)
     try:
         turns = await second.call("listTurns", {"conversationId": session.id})
         assert [t["status"] for t in turns["items"]] == ["interrupted"]
