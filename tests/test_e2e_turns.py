@@ -459,3 +459,85 @@ async def test_running_conversations_and_session_updates(agent: LspClient, provi
     ]
     assert "running" in [i["state"] for i in infos] and infos[-1]["state"] == "idle"
     assert infos[-1]["lastTurnStatus"] == "completed"
+
+
+async def test_client_tools_run_in_the_editor(home: Path, workspace: Path, provider: FakeProviderServer) -> None:
+    lsp = await LspClient.spawn(home, cwd=workspace, env={"FAKE_API_KEY": API_KEY})
+    calls: list[dict[str, Any]] = []
+
+    def call_client_tool(params: dict[str, Any]) -> dict[str, Any]:
+        calls.append(params)
+        return {"content": [{"type": "text", "text": f"open files: {params['arguments']['glob']}"}]}
+
+    lsp.handlers["openvaala/callClientTool"] = call_client_tool
+    await lsp.initialize([workspace], options={"clientId": "editor-1"})
+    try:
+        await lsp.call("setDefinitions", definitions(provider))
+        session = await Session.open(lsp)
+        tools = [
+            {
+                "name": "open_files",
+                "description": "files open in the editor",
+                "inputSchema": {"type": "object", "properties": {"glob": {"type": "string"}}},
+            }
+        ]
+        with pytest.raises(ResponseError) as err:
+            await lsp.call(
+                "setClientMcpServers",
+                {
+                    "conversationId": session.id,
+                    "clientId": "someone-else",
+                    "servers": [{"name": "editor", "tools": tools}],
+                },
+            )
+        assert err.value.kind == "notFound" and "$.clientId" in err.value.message
+        await lsp.call(
+            "setClientMcpServers",
+            {"conversationId": session.id, "clientId": "editor-1", "servers": [{"name": "editor", "tools": tools}]},
+        )
+        servers = await lsp.call("getMcpServers", {"conversationId": session.id})
+        assert servers["servers"] == [
+            {
+                "name": "editor",
+                "transport": "client",
+                "status": "ready",
+                "tools": ["open_files"],
+                "clientId": "editor-1",
+            }
+        ]
+        provider.enqueue(
+            "openai-chat",
+            ChatStream().tool_call("c1", "mcp__editor__open_files", ['{"glob": "*.py"}']).finish().response(),
+            ChatStream().text("seen").finish().response(),
+        )
+        await session.submit("what is open?")
+        assert (await session.turn_completed())["status"] == "completed"
+        assert calls == [
+            {
+                "clientId": "editor-1",
+                "conversationId": session.id,
+                "server": "editor",
+                "tool": "open_files",
+                "arguments": {"glob": "*.py"},
+            }
+        ]
+        result = [i for i in await session.items() if i["type"] == "toolResult"][0]
+        assert text_of(result) == "open files: *.py" and result["toolResult"]["isError"] is False
+        offered = provider.requests_for("openai-chat")[0].json["tools"]
+        assert "mcp__editor__open_files" in {tool["function"]["name"] for tool in offered}
+    finally:
+        await lsp.shutdown()
+
+
+async def test_catalog_methods(agent: LspClient, provider: FakeProviderServer) -> None:
+    agents = await agent.call("listAgents")
+    assert agents == {"agents": [{"name": "default", "description": "the built-in coding agent"}]}
+    models = await agent.call("listModels", {})
+    assert models["agentDefaultModel"] == {"provider": "fake", "name": "fake-model"}
+    assert [m["ref"] for m in models["models"]] == [{"provider": "fake", "name": "fake-model"}]
+    executors = await agent.call("listExecutors")
+    assert [e["id"] for e in executors["executors"]] == ["local"]
+    assert await agent.call("getHooks") == {"hooks": []}
+    with pytest.raises(ResponseError) as err:
+        await agent.call("listModels", {"agentName": "nobody"})
+    assert err.value.kind == "notFound"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 import attrs
 
@@ -22,4 +23,6 @@ class Client:
     environment: Mapping[str, str]
     workspace_folders: Callable[[], Awaitable[list[WorkspaceFolder]]]
     attach: Callable[[Subscription], None]
+    # runs a tool of one of this client's MCP servers: (conversation id, server, tool, arguments) -> result
+    call_tool: Callable[[str, str, str, dict[str, Any]], Awaitable[dict[str, Any]]] | None = None
     subscriptions: dict[str, Subscription] = attrs.Factory(dict)

@@ -10,6 +10,9 @@ from openvaala_lsp.definitions import Definitions, ModelDefinition
 from openvaala_lsp.model import Conversation, Item, ModelCall, Order, Session, WorkspaceFolder
 from openvaala_lsp.providers.base import Provider
 from openvaala_lsp.runtime import api
+from openvaala_lsp.runtime.api import ClientMCPServer
+from openvaala_lsp.runtime.client import Client
+from openvaala_lsp.runtime.client_tools import ClientToolAdapter
 from openvaala_lsp.runtime.sessions import SessionRunner
 from openvaala_lsp.runtime.workspace import containing_folder
 from openvaala_lsp.tools.base import Tool, ToolContext
@@ -36,6 +39,7 @@ class OpenConversation:
         self.runners = {session.id: SessionRunner(self, session) for session in sessions}
         self.last_ordinal = 0
         self.closed = False
+        self.client_servers: dict[str, tuple[Client, list[ClientMCPServer]]] = {}  # by client id
         self.reconfigured = False  # definitions changed while busy: subscriptions close when idle
 
     @property
@@ -70,7 +74,9 @@ class OpenConversation:
 
     def tools(self, definitions: Definitions, agent_name: str) -> list[Tool]:
         agent = next((a for a in definitions.agents if a.name == agent_name), None)
-        tools = local_tools()
+        tools: list[Tool] = local_tools()
+        for client, servers in self.client_servers.values():
+            tools += [ClientToolAdapter(client, self.conversation.id, s, t) for s in servers for t in s.tools]
         if agent is not None and agent.tools is not None:
             allowed = set(agent.tools)
             tools = [tool for tool in tools if tool.name in allowed]

@@ -39,7 +39,8 @@ from openvaala_lsp.model import (
     new_id,
     utcnow,
 )
-from openvaala_lsp.runtime import api, context, events, subscriptions
+from openvaala_lsp.runtime import api, catalog, context, events, subscriptions
+from openvaala_lsp.runtime.catalog import LOCAL_EXECUTOR
 from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.conversation import OpenConversation
 from openvaala_lsp.runtime.errors import (
@@ -61,8 +62,6 @@ from openvaala_lsp.tools.registry import local_tools
 
 P = TypeVar("P")
 
-DEFAULT_AGENT = "default"
-LOCAL_EXECUTOR = "local"
 MAX_TITLE_LENGTH = 1000
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
 UNSUBSCRIBED = "unsubscribed"
@@ -89,6 +88,7 @@ class Runtime:
         self._open: dict[ConversationId, OpenConversation] = {}
         self._conversation_subs: dict[ConversationId, set[Subscription]] = collections.defaultdict(set)
         self._running_subs: set[Subscription] = set()
+        self._clients: dict[str, Client] = {}
         self._running: frozenset[ConversationId] = frozenset()
         # read-modify-write of one conversation's record is serialised so no update is lost
         self._record_locks: dict[ConversationId, asyncio.Lock] = collections.defaultdict(asyncio.Lock)
@@ -371,7 +371,13 @@ class Runtime:
         return api.Empty()
 
     def disconnect(self, client: Client) -> None:
-        """The client went away: its subscriptions end without notice."""
+        """The client went away: its subscriptions end without notice, its tools are withdrawn."""
+        if self._clients.get(client.client_id) is client:
+            del self._clients[client.client_id]
+        for opened in self._open.values():
+            entry = opened.client_servers.get(client.client_id)
+            if entry is not None and entry[0] is client:
+                del opened.client_servers[client.client_id]
         for sub in list(client.subscriptions.values()):
             sub.close(ErrorInfo(kind=UNSUBSCRIBED, message="client disconnected"))
 
@@ -487,6 +493,58 @@ class Runtime:
         for cid in busy:
             self._open[cid].reconfigured = True
         return api.SetDefinitionsResult(busy_conversation_ids=busy)
+
+    # Definitions
+
+    async def list_agents(self, client: Client, request: api.NoParams) -> api.ListAgentsResult:
+        self._check_running()
+        return api.ListAgentsResult(agents=catalog.agent_infos(self.definitions))
+
+    async def list_models(self, client: Client, request: api.ListModelsRequest) -> api.ModelList:
+        self._check_running()
+        return catalog.model_list(self.definitions, request.agent_name)
+
+    async def list_executors(self, client: Client, request: api.NoParams) -> api.ListExecutorsResult:
+        self._check_running()
+        return api.ListExecutorsResult(executors=catalog.executor_details(self.definitions))
+
+    async def get_hooks(self, client: Client, request: api.NoParams) -> api.GetHooksResult:
+        self._check_running()
+        return api.GetHooksResult(hooks=catalog.hook_infos(self.definitions))
+
+    async def set_client_mcp_servers(self, client: Client, request: api.SetClientMcpServersRequest) -> api.Empty:
+        """The tools an editor serves for a conversation; they replace that client's earlier set."""
+        self._check_running()
+        opened = await self._opened(request.conversation_id)
+        owner = self._clients.get(request.client_id)
+        if owner is None:
+            raise NotFound(f"no connected client has clientId {request.client_id} @ $.clientId")
+        if request.servers:
+            opened.client_servers[request.client_id] = (owner, request.servers)
+        else:
+            opened.client_servers.pop(request.client_id, None)
+        return api.Empty()
+
+    async def get_mcp_servers(self, client: Client, request: api.GetConversationRequest) -> api.GetMcpServersResult:
+        self._check_running()
+        await self._conversation(request.conversation_id)
+        opened = self._open.get(request.conversation_id)
+        servers = [
+            api.MCPServerInfo(
+                name=server.name,
+                transport="client",
+                status="ready",
+                tools=[tool.name for tool in server.tools],
+                client_id=client_id,
+            )
+            for client_id, (_, listed) in (opened.client_servers.items() if opened else ())
+            for server in listed
+        ]
+        return api.GetMcpServersResult(servers=servers)
+
+    def connect(self, client: Client) -> None:
+        """Makes the client reachable by its clientId (client tools run through it)."""
+        self._clients[client.client_id] = client
 
     # Session subscriptions
 
@@ -718,12 +776,9 @@ class Runtime:
         client.subscriptions.pop(sub.id, None)
 
     def _agent_name(self, requested: str) -> str:
-        names = [agent.name for agent in self.definitions.agents]
         if not requested:
-            return names[0] if names else DEFAULT_AGENT
-        if requested not in names and not (requested == DEFAULT_AGENT and not names):
-            raise NotFound(f"agent not found: {requested}")
-        return requested
+            return catalog.agents(self.definitions)[0].name
+        return catalog.find_agent(self.definitions, requested).name
 
     def _check_model(self, selection: ModelSelection | None, path: str) -> ModelSelection | None:
         if selection is None or selection.model is None:
@@ -736,7 +791,7 @@ class Runtime:
     def _check_executor(self, executor_id: str | None, path: str) -> str:
         if not executor_id:
             return LOCAL_EXECUTOR
-        known = {LOCAL_EXECUTOR} | {executor.id for executor in self.definitions.executors}
+        known = {executor.id for executor in catalog.executor_details(self.definitions)}
         if executor_id not in known:
             raise NotFound(f"executor not found: {executor_id} @ {path}")
         return executor_id

@@ -116,6 +116,7 @@ class Connection(LanguageServer):
             environment=dict(environment),
             workspace_folders=self.workspace_folders,
             attach=self._attach,
+            call_tool=self._call_client_tool,
         )
         self.initialized = False
         self.closed = False
@@ -163,6 +164,7 @@ class Connection(LanguageServer):
             raise _rpc_error(exc) from None
         if runtime.stopped or self.shutdown_requested:
             raise runtime_stopped_error()
+        runtime.connect(self.client)
         return runtime
 
     # Lifecycle
@@ -285,6 +287,22 @@ class Connection(LanguageServer):
         return [
             WorkspaceFolder(name=folder.name, path=path) for folder in answer or [] if (path := to_fs_path(folder.uri))
         ]
+
+    async def _call_client_tool(
+        self, conversation_id: str, server: str, tool: str, arguments: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The server->client request `openvaala/callClientTool`."""
+        params = {
+            "clientId": self.client.client_id,
+            "conversationId": conversation_id,
+            "server": server,
+            "tool": tool,
+            "arguments": arguments,
+        }
+        result = await self.protocol.send_request_async(PREFIX + "callClientTool", params)
+        if not isinstance(result, dict):
+            raise ValueError(f"callClientTool answered {type(result).__name__}, expected an object")
+        return result
 
     # Subscriptions
 
