@@ -521,7 +521,7 @@ async def test_client_tools_run_in_the_editor(home: Path, workspace: Path, provi
                 "arguments": {"glob": "*.py"},
             }
         ]
-        result = [i for i in await session.items() if i["type"] == "toolResult"][0]
+        result = next(i for i in await session.items() if i["type"] == "toolResult")
         assert text_of(result) == "open files: *.py" and result["toolResult"]["isError"] is False
         offered = provider.requests_for("openai-chat")[0].json["tools"]
         assert "mcp__editor__open_files" in {tool["function"]["name"] for tool in offered}
