@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from openvaala_lsp.model import Content, Item, ItemType, ToolCall
+from openvaala_lsp.model import Content, Item, ItemStatus, ItemType, ToolCall
 from openvaala_lsp.providers.base import Message, ModelRequest, ToolSpec
 from openvaala_lsp.tools.base import Tool
 
@@ -75,6 +75,8 @@ def to_messages(items: Iterable[Item]) -> list[Message]:
                 )
             )
         elif item.type == ItemType.USER_MESSAGE:
+            if item.status == ItemStatus.WITHDRAWN:
+                continue  # a prompt a hook blocked: kept in the history, never shown to the model
             messages.append(Message(role="user", content=list(item.content or ())))
         elif item.type == ItemType.COMPACTION:
             messages.append(Message(role="user", content=list(item.content or ())))

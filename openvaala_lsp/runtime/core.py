@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Iterable
 from typing import Any, TypeVar
 
 from openvaala_lsp.definitions import Definitions, ModelDefinition
+from openvaala_lsp.hooks import HookRunner, validate_hooks
 from openvaala_lsp.model import (
     Address,
     AddressKind,
@@ -83,6 +84,7 @@ class Runtime:
         self.storage = storage
         self._storage = storage
         self.definitions = definitions or Definitions()
+        self.hooks = HookRunner(self.definitions.hooks)
         self.providers = Providers()
         self.max_image_bytes = max_image_bytes
         self._open: dict[ConversationId, OpenConversation] = {}
@@ -488,7 +490,11 @@ class Runtime:
         """Replaces every definition. Busy conversations finish their turn with the old ones, then
         their subscriptions close with `conversationReconfigured`."""
         self._check_running()
+        problems = validate_hooks(request.hooks)
+        if problems:
+            raise InvalidParams("; ".join(problems))
         self.definitions = request
+        self.hooks = HookRunner(request.hooks)
         busy = [cid for cid, opened in self._open.items() if opened.running]
         for cid in busy:
             self._open[cid].reconfigured = True

@@ -18,7 +18,10 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from openvaala_lsp.definitions import Definitions, ModelDefinition
+from openvaala_lsp.hooks import HookOutcome, HookRunner
 from openvaala_lsp.model import (
+    Address,
+    AddressKind,
     Content,
     ContextUsage,
     ContextUsageSource,
@@ -60,6 +63,9 @@ DEFAULT_INSTRUCTIONS = (
     "Be concise and report what you did."
 )
 INTERRUPTED_TOOL_TEXT = "[interrupted: the tool was stopped]"
+MAX_STOP_CONTINUATIONS = 3
+HOOK_BLOCKED = "hookBlocked"
+HOOK_FAILED = "hookFailed"
 
 
 @attrs.define(eq=False)
@@ -70,6 +76,8 @@ class ActiveTurn:
     streaming: dict[int, Item] = attrs.Factory(dict)  # itemIndex -> item being produced
     next_index: int = 0
     interrupting: bool = False
+    context: list[str] = attrs.Factory(list)  # hook-added context for this turn's requests
+    hooks: HookRunner = attrs.Factory(lambda: HookRunner([]))  # the hooks of the definitions it started with
     # until the turn has recorded its inputs an interrupt only marks it: the inputs belong to the turn
     committed: bool = False
 
@@ -90,6 +98,8 @@ class SessionRunner:
         self._last_call: tuple[ModelCall, int] | None = None  # last call and history length then
         self._idle = asyncio.Event()
         self._idle.set()
+        self._session_started = False  # sessionStart fires on this runtime's first turn of the session
+        self._session_context: list[str] = []
 
     # Views
 
@@ -212,7 +222,7 @@ class SessionRunner:
             model=model.ref,
         )
         self.taken.update(p.item.id for p in inputs)
-        active = ActiveTurn(turn=turn, definitions=definitions)
+        active = ActiveTurn(turn=turn, definitions=definitions, hooks=self.conversation.runtime.hooks)
         self.active = active
         self._idle.clear()
         active.task = asyncio.get_running_loop().create_task(self._run(active, inputs, model))
@@ -225,13 +235,23 @@ class SessionRunner:
             await self.conversation.storage.touch_conversation(turn.conversation_id, turn.started_at)
             self.publish(events.TurnStarted(turn=copy.deepcopy(turn)))
             self._set_state(SessionState.RUNNING)
+            blocked: list[str] = []
             for pending in inputs:
-                await self._commit_input(pending, turn.id)
+                prompt = await self._hook("userPromptSubmit", {"prompt": context.item_text(pending.item)})
+                active.context += prompt.additional_context
+                if prompt.blocked:
+                    blocked.append(prompt.reason or "blocked by a hook")
+                # a blocked prompt stays in the history, marked withdrawn: never sent to the model
+                await self._commit_input(pending, turn.id, ItemStatus.WITHDRAWN if prompt.blocked else None)
             active.committed = True
             if active.interrupting:
                 raise asyncio.CancelledError
-            await self._loop(active, model)
-            turn.status = TurnStatus.COMPLETED
+            if blocked:
+                turn.status = TurnStatus.FAILED
+                turn.error = ErrorInfo(kind=HOOK_BLOCKED, message="\n\n".join(blocked))
+            else:
+                await self._loop(active, model)
+                turn.status = TurnStatus.COMPLETED
         except asyncio.CancelledError:
             turn.status = TurnStatus.INTERRUPTED
         except ProviderError as exc:
@@ -265,8 +285,8 @@ class SessionRunner:
         if turn.status != TurnStatus.FAILED:
             self.maybe_start()
 
-    async def _commit_input(self, pending: PendingInput, turn_id: str) -> None:
-        item = attrs.evolve(pending.item, turn_id=turn_id, status=ItemStatus.COMPLETED)
+    async def _commit_input(self, pending: PendingInput, turn_id: str, status: ItemStatus | None = None) -> None:
+        item = attrs.evolve(pending.item, turn_id=turn_id, status=status or ItemStatus.COMPLETED)
         ordinal = await self.conversation.storage.append_item(item, input_id=pending.input_id, durable=True)
         await self.conversation.storage.remove_pending_input(self.session.conversation_id, item.id)
         if pending in self.pending:
@@ -292,8 +312,15 @@ class SessionRunner:
         tools = self.conversation.tools(active.definitions, self.session.agent_name)
         specs = context.tool_specs(tools)
         by_name = {tool.name: tool for tool in tools}
-        instructions = self._instructions(active.definitions)
+        history = await self._history()
+        if not self._session_started:
+            self._session_started = True
+            source = "resume" if any(item.turn_id != active.turn.id for item in history) else "startup"
+            started = await self._hook("sessionStart", {"source": source}, match=source)
+            self._session_context = started.additional_context
+        instructions = "\n\n".join([self._instructions(active.definitions), *self._session_context])
         provider = await self.conversation.provider(model)
+        stop_continuations = 0
         while True:
             for pending in [
                 p for p in self.pending if p.mode == SessionInputMode.STEER and p.turn_id == active.turn.id
@@ -302,7 +329,7 @@ class SessionRunner:
                 await self._commit_input(pending, active.turn.id)
             request = context.build_request(
                 model.ref.name,
-                instructions,
+                "\n\n".join([instructions, *active.context]),
                 await self._history(),
                 specs,
                 max_output_tokens=model.max_output_tokens,
@@ -312,10 +339,19 @@ class SessionRunner:
             async with contextlib.aclosing(provider.stream(request)) as stream:  # type: ignore[type-var]
                 calls = await self._call_model(active, model, stream)
             if not calls:
-                return
+                last = next((i for i in reversed(self.history or []) if i.type == ItemType.ASSISTANT_MESSAGE), None)
+                payload = {"stop_hook_active": stop_continuations > 0, "last_assistant_message": _text(last)}
+                stopping = await self._hook("stop", payload)
+                if not stopping.blocked or stopping.stop or stop_continuations >= MAX_STOP_CONTINUATIONS:
+                    return
+                # a blocking stop hook keeps the agent going, with its reason as the next message
+                stop_continuations += 1
+                await self._hook_message(active, stopping.reason or "continue")
+                continue
             for call_item in calls:
                 assert call_item.tool_call is not None
-                await self._run_tool(active, call_item.tool_call, by_name)
+                if await self._run_tool(active, call_item.tool_call, by_name):
+                    return  # a hook said `continue: false`
 
     async def _call_model(self, active: ActiveTurn, model: ModelDefinition, stream: Any) -> list[Item]:
         turn = active.turn
@@ -474,7 +510,8 @@ class SessionRunner:
 
     # Tools
 
-    async def _run_tool(self, active: ActiveTurn, call: ToolCall, tools: dict[str, Tool]) -> None:
+    async def _run_tool(self, active: ActiveTurn, call: ToolCall, tools: dict[str, Tool]) -> bool:
+        """Runs one tool call between its preToolUse and postToolUse hooks; True if a hook stops the turn."""
         index = self._start_item(
             active,
             ItemType.TOOL_RESULT,
@@ -483,8 +520,25 @@ class SessionRunner:
         )
         item = active.streaming[index]
         assert item.tool_result is not None
+        tool_input = _json_object(call.arguments)
+        after = HookOutcome()
         try:
-            output = await self._tool_output(call, tools)
+            before = await self._hook("preToolUse", {"tool_name": call.name, "tool_input": tool_input}, call.name)
+            if before.blocked:
+                output = ToolOutput(text=f"blocked by a hook: {before.reason}", is_error=True)
+            else:
+                if before.updated_input is not None:
+                    call = attrs.evolve(call, arguments=json.dumps(before.updated_input))
+                output = await self._tool_output(call, tools)
+                after = await self._hook(
+                    "postToolUse",
+                    {"tool_name": call.name, "tool_input": tool_input, "tool_response": output.text},
+                    call.name,
+                )
+                feedback = [after.reason] if after.blocked and after.reason else []
+                if feedback or after.additional_context:
+                    text = "\n\n".join([output.text, *feedback, *after.additional_context])
+                    output = ToolOutput(text=text, is_error=output.is_error)
         except asyncio.CancelledError:
             item.content = [Content(type="text", text=INTERRUPTED_TOOL_TEXT)]
             item.tool_result.is_error = True
@@ -492,6 +546,7 @@ class SessionRunner:
         item.content = [Content(type="text", text=output.text)]
         item.tool_result.is_error = output.is_error
         await self._complete_item(active, index, ItemStatus.COMPLETED)
+        return before.stop or after.stop
 
     async def _tool_output(self, call: ToolCall, tools: dict[str, Tool]) -> ToolOutput:
         tool = tools.get(call.name)
@@ -511,6 +566,39 @@ class SessionRunner:
             logger.exception("tool %s crashed", call.name)
             return ToolOutput(text=f"the tool failed: {type(exc).__name__}: {exc}", is_error=True)
 
+    # Hooks
+
+    async def _hook(self, event: str, payload: dict[str, Any], match: str | None = None) -> HookOutcome:
+        """Runs the hooks of `event` (the same way in every session); their failures are reported
+        to subscribers as `error` events and never fail the turn."""
+        runner = self.active.hooks if self.active is not None else self.conversation.runtime.hooks
+        if not runner.matching(event, match):
+            return HookOutcome()
+        payload = {"session_id": self.session.id, "conversation_id": self.session.conversation_id, **payload}
+        outcome = await runner.run(
+            event,
+            payload,
+            match=match,
+            cwd=self.conversation.directory(),
+            environment=self.conversation.environment,
+        )
+        for message in [*outcome.errors, *outcome.system_messages]:
+            self.publish(events.ErrorEvent(error=ErrorInfo(kind=HOOK_FAILED, message=message)))
+        return outcome
+
+    async def _hook_message(self, active: ActiveTurn, text: str) -> None:
+        item = Item(
+            id=new_id("item"),
+            conversation_id=self.session.conversation_id,
+            session_id=self.session.id,
+            turn_id=active.turn.id,
+            type=ItemType.USER_MESSAGE,
+            created_at=utcnow(),
+            content=[Content(type="text", text=text)],
+            from_=Address(kind=AddressKind.HOOK, name="stop"),
+        )
+        self._saved(await self.conversation.storage.append_item(item, durable=True), item)
+
     def _instructions(self, definitions: Definitions) -> str:
         agent = next((a for a in definitions.agents if a.name == self.session.agent_name), None)
         if agent is not None and agent.instructions:
@@ -524,6 +612,18 @@ class SessionRunner:
             self.active.task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self.active.task
+
+
+def _text(item: Item | None) -> str:
+    return context.item_text(item) if item is not None else ""
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _empty_text() -> Content:

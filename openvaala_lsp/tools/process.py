@@ -44,7 +44,7 @@ class ProcessResult:
     stopped_background: bool = False  # background jobs still holding the output were stopped
 
 
-class _PipeReader(asyncio.Protocol):
+class PipeReader(asyncio.Protocol):
     """Feeds every chunk into the buffer and resolves `closed` at end of file."""
 
     def __init__(self, buffer: HeadTailBuffer, closed: asyncio.Future[None]) -> None:
@@ -97,7 +97,7 @@ async def _group_gone(pgid: int) -> None:
         await asyncio.sleep(0.02)
 
 
-async def _stop_group(process: asyncio.subprocess.Process, closed: asyncio.Future[None]) -> None:
+async def stop_group(process: asyncio.subprocess.Process, closed: asyncio.Future[None]) -> None:
     pgid = process.pid  # a session leader's pid is its group id
     _signal_group(pgid, signal.SIGTERM)
     try:
@@ -150,19 +150,19 @@ async def run_process_group(
     transport: asyncio.BaseTransport | None = None
     result = ProcessResult(output=buffer, exit_code=None)
     try:
-        transport, _ = await loop.connect_read_pipe(lambda: _PipeReader(buffer, closed), pipe)
+        transport, _ = await loop.connect_read_pipe(lambda: PipeReader(buffer, closed), pipe)
         try:
             await asyncio.wait_for(process.wait(), time_limit)
         except TimeoutError:
             result.timed_out = True
-            await _stop_group(process, closed)
+            await stop_group(process, closed)
         else:
             result.exit_code = process.returncode
             try:
                 await asyncio.wait_for(asyncio.shield(closed), EXIT_GRACE)
             except TimeoutError:
                 result.stopped_background = True
-                await _stop_group(process, closed)
+                await stop_group(process, closed)
         # After SIGKILL the pipe closes at once unless a process outside the group holds it.
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(closed), EXIT_GRACE)
@@ -171,7 +171,7 @@ async def run_process_group(
             pipe.close()
             closed.set_result(None)  # nothing reads it, so nothing to wait for
         # An interrupt ends everything the command started, detached output or not.
-        await _stop_group(process, closed)
+        await stop_group(process, closed)
         raise
     finally:
         if transport is not None:
