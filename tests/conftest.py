@@ -1,13 +1,14 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from fake_provider import FakeProviderServer
 from lsp_client import LspClient
 
 
@@ -33,3 +34,13 @@ async def client(home: Path, workspace: Path) -> AsyncIterator[LspClient]:
     await lsp.initialize([workspace])
     yield lsp
     await lsp.shutdown()
+
+
+@pytest.fixture
+def provider() -> Iterator[FakeProviderServer]:
+    """The scripted model server on 127.0.0.1, in its own thread (the runtime runs in another process)."""
+    server = FakeProviderServer.start_in_thread()
+    try:
+        yield server
+    finally:
+        server.stop_thread()

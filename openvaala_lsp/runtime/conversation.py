@@ -14,6 +14,7 @@ from openvaala_lsp.runtime.api import ClientMCPServer
 from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.client_tools import ClientToolAdapter
 from openvaala_lsp.runtime.sessions import SessionRunner
+from openvaala_lsp.runtime.skills import SkillTool, agent_skills
 from openvaala_lsp.runtime.workspace import containing_folder
 from openvaala_lsp.tools.base import Tool, ToolContext
 from openvaala_lsp.tools.registry import local_tools
@@ -58,8 +59,12 @@ class OpenConversation:
 
     # What the session runners need
 
+    @property
+    def folder_key(self) -> tuple[str, ...]:
+        return tuple(folder.path for folder in self.folders)  # real paths already
+
     def definitions(self) -> Definitions:
-        return self.runtime.definitions
+        return self.runtime.source.for_folders(self.folder_key)
 
     def directory(self) -> str:
         return self.conversation.executor_settings.directory or (self.folders[0].path if self.folders else "/")
@@ -80,6 +85,9 @@ class OpenConversation:
         if agent is not None and agent.tools is not None:
             allowed = set(agent.tools)
             tools = [tool for tool in tools if tool.name in allowed]
+        skills = agent_skills(definitions, agent)
+        if skills:
+            tools.append(SkillTool(skills))
         return tools
 
     async def provider(self, model: ModelDefinition) -> Provider:

@@ -11,10 +11,11 @@ import base64
 import collections
 import copy
 from collections.abc import Awaitable, Iterable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from openvaala_lsp.definitions import Definitions, ModelDefinition
-from openvaala_lsp.hooks import HookRunner, validate_hooks
+from openvaala_lsp.hooks import validate_hooks
 from openvaala_lsp.model import (
     Address,
     AddressKind,
@@ -44,6 +45,7 @@ from openvaala_lsp.runtime import api, catalog, context, events, subscriptions
 from openvaala_lsp.runtime.catalog import LOCAL_EXECUTOR
 from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.conversation import OpenConversation
+from openvaala_lsp.runtime.definitions_source import DefinitionsSource
 from openvaala_lsp.runtime.errors import (
     ConversationNotFound,
     ConversationNotOpen,
@@ -57,7 +59,13 @@ from openvaala_lsp.runtime.errors import (
 )
 from openvaala_lsp.runtime.models import Providers, resolve_model
 from openvaala_lsp.runtime.subscriptions import Subscription
-from openvaala_lsp.runtime.workspace import containing_folder, list_subdirectories, real_folders, resolve_directory
+from openvaala_lsp.runtime.workspace import (
+    containing_folder,
+    folder_key,
+    list_subdirectories,
+    real_folders,
+    resolve_directory,
+)
 from openvaala_lsp.storage.interfaces import InvalidCursor, Storage
 from openvaala_lsp.tools.registry import local_tools
 
@@ -79,12 +87,21 @@ def format_environment(environment: dict[str, str]) -> list[str]:
 
 class Runtime:
     def __init__(
-        self, storage: Storage, definitions: Definitions | None = None, *, max_image_bytes: int = MAX_IMAGE_BYTES
+        self,
+        storage: Storage,
+        definitions: Definitions | None = None,
+        *,
+        max_image_bytes: int = MAX_IMAGE_BYTES,
+        config_dir: Path | None = None,
+        watch_interval: float = 1.0,
     ) -> None:
         self.storage = storage
         self._storage = storage
-        self.definitions = definitions or Definitions()
-        self.hooks = HookRunner(self.definitions.hooks)
+        # an explicit set (setDefinitions, tests) replaces the configuration files
+        self.source = DefinitionsSource(
+            config_dir=config_dir, on_change=self._definitions_changed, watch_interval=watch_interval
+        )
+        self.source.explicit = definitions
         self.providers = Providers()
         self.max_image_bytes = max_image_bytes
         self._open: dict[ConversationId, OpenConversation] = {}
@@ -118,6 +135,7 @@ class Runtime:
         for sub in [*subs, *self._running_subs]:
             sub.close(reason)
         await self.providers.close()
+        await self.source.close()
         await self._storage.close()
 
     def _check_running(self) -> None:
@@ -130,9 +148,10 @@ class Runtime:
         self._check_running()
         if request.ephemeral:
             raise InvalidParams("ephemeral conversations are not supported by this version @ $.ephemeral")
-        agent_name = self._agent_name(request.agent_name)
-        model = self._check_model(request.model, "$.model.model")
-        executor_settings = await self._resolve_executor_settings(client, request.executor_settings)
+        definitions = await self._definitions(client)
+        agent_name = self._agent_name(definitions, request.agent_name)
+        model = self._check_model(definitions, request.model, "$.model.model")
+        executor_settings = await self._resolve_executor_settings(client, definitions, request.executor_settings)
         now = utcnow()
         conversation = Conversation(
             id=new_id("conv"),
@@ -250,7 +269,9 @@ class Runtime:
         self, client: Client, request: api.SetConversationExecutorSettingsRequest
     ) -> Conversation:
         self._check_running()
-        settings = await self._resolve_executor_settings(client, request.executor_settings)
+        settings = await self._resolve_executor_settings(
+            client, await self._definitions(client), request.executor_settings
+        )
         async with self._record_locks[request.conversation_id]:
             conversation = await self._conversation(request.conversation_id)
             conversation.executor_settings = settings
@@ -402,7 +423,7 @@ class Runtime:
             known = known or await self._storage.find_input(request.conversation_id, request.input_id)
             if known is not None:
                 return api.SubmitInputResult(item_id=known)
-        resolve_model(self.definitions, runner.session.model, runner.session.agent_name)  # noModelConfigured
+        resolve_model(opened.definitions(), runner.session.model, runner.session.agent_name)  # noModelConfigured
         item = Item(
             id=new_id("item"),
             conversation_id=request.conversation_id,
@@ -450,10 +471,11 @@ class Runtime:
         items = runner.history if runner and runner.history is not None else None
         if items is None:
             items = await (opened.load_history(session.id) if opened else self._history(session))
-        model = self._model_or_none(session)
+        definitions = opened.definitions() if opened else await self._definitions(client)
+        model = self._model_or_none(definitions, session)
         window = model.context_window if model else 0
-        tools = opened.tools(self.definitions, session.agent_name) if opened else local_tools()
-        instructions = runner._instructions(self.definitions) if runner else ""
+        tools = opened.tools(definitions, session.agent_name) if opened else local_tools()
+        instructions = runner.instructions(definitions) if runner else ""
         last = runner.last_call if runner else None
         return api.SessionContextUsage(
             items=[api.ItemTokens(item_id=item.id, tokens=context.estimate_item(item)) for item in items],
@@ -477,9 +499,10 @@ class Runtime:
     async def set_session_model(self, client: Client, request: api.SetSessionModelRequest) -> Session:
         self._check_running()
         session = await self._session(request.conversation_id, request.session_id)
-        session.model = self._check_model(request.model, "$.model.model") or ModelSelection()
-        await self._storage.update_session(session)
         opened = self._open.get(request.conversation_id)
+        definitions = opened.definitions() if opened else await self._definitions(client)
+        session.model = self._check_model(definitions, request.model, "$.model.model") or ModelSelection()
+        await self._storage.update_session(session)
         runner = opened.runner(session.id) if opened else None
         if runner is not None:
             runner.session = session  # takes effect at the next turn
@@ -493,9 +516,8 @@ class Runtime:
         problems = validate_hooks(request.hooks)
         if problems:
             raise InvalidParams("; ".join(problems))
-        self.definitions = request
-        self.hooks = HookRunner(request.hooks)
         busy = [cid for cid, opened in self._open.items() if opened.running]
+        self.source.explicit = request
         for cid in busy:
             self._open[cid].reconfigured = True
         return api.SetDefinitionsResult(busy_conversation_ids=busy)
@@ -504,19 +526,19 @@ class Runtime:
 
     async def list_agents(self, client: Client, request: api.NoParams) -> api.ListAgentsResult:
         self._check_running()
-        return api.ListAgentsResult(agents=catalog.agent_infos(self.definitions))
+        return api.ListAgentsResult(agents=catalog.agent_infos(await self._definitions(client)))
 
     async def list_models(self, client: Client, request: api.ListModelsRequest) -> api.ModelList:
         self._check_running()
-        return catalog.model_list(self.definitions, request.agent_name)
+        return catalog.model_list(await self._definitions(client), request.agent_name)
 
     async def list_executors(self, client: Client, request: api.NoParams) -> api.ListExecutorsResult:
         self._check_running()
-        return api.ListExecutorsResult(executors=catalog.executor_details(self.definitions))
+        return api.ListExecutorsResult(executors=catalog.executor_details(await self._definitions(client)))
 
     async def get_hooks(self, client: Client, request: api.NoParams) -> api.GetHooksResult:
         self._check_running()
-        return api.GetHooksResult(hooks=catalog.hook_infos(self.definitions))
+        return api.GetHooksResult(hooks=catalog.hook_infos(await self._definitions(client)))
 
     async def set_client_mcp_servers(self, client: Client, request: api.SetClientMcpServersRequest) -> api.Empty:
         """The tools an editor serves for a conversation; they replace that client's earlier set."""
@@ -619,7 +641,7 @@ class Runtime:
         self, client: Client, request: api.GetWorkspaceDirectoriesRequest
     ) -> api.WorkspaceDirectories:
         self._check_running()
-        self._check_executor(request.executor_id, "$.executorId")
+        self._check_executor(await self._definitions(client), request.executor_id, "$.executorId")
         folders = await client.workspace_folders()
         directory = resolve_directory(request.directory, folders, request.base_directory)
         if request.base_directory:
@@ -638,7 +660,7 @@ class Runtime:
         self, client: Client, request: api.ResolveWorkspaceDirectoryRequest
     ) -> api.ResolveWorkspaceDirectoryResult:
         self._check_running()
-        self._check_executor(request.executor_id, "$.executorId")
+        self._check_executor(await self._definitions(client), request.executor_id, "$.executorId")
         folders = await client.workspace_folders()
         return api.ResolveWorkspaceDirectoryResult(
             directory=resolve_directory(request.directory, folders, request.base_directory)
@@ -648,7 +670,7 @@ class Runtime:
         self, client: Client, request: api.OpenTerminalWorkspaceRequest
     ) -> api.TerminalWorkspace:
         self._check_running()
-        executor_id = self._check_executor(request.executor_id, "$.executorId")
+        executor_id = self._check_executor(await self._definitions(client), request.executor_id, "$.executorId")
         folders = await client.workspace_folders()
         directory = resolve_directory(request.directory, folders)
         holder = containing_folder(directory, folders)
@@ -692,9 +714,9 @@ class Runtime:
             else:
                 raise InvalidParams(f"expected 'text' or 'image', got {part.type!r} @ {path}.type")
 
-    def _model_or_none(self, session: Session) -> ModelDefinition | None:
+    def _model_or_none(self, definitions: Definitions, session: Session) -> ModelDefinition | None:
         try:
-            return resolve_model(self.definitions, session.model, session.agent_name)
+            return resolve_model(definitions, session.model, session.agent_name)
         except NoModelConfigured:
             return None
 
@@ -781,32 +803,47 @@ class Runtime:
         registry.discard(sub)
         client.subscriptions.pop(sub.id, None)
 
-    def _agent_name(self, requested: str) -> str:
+    def _agent_name(self, definitions: Definitions, requested: str) -> str:
         if not requested:
-            return catalog.agents(self.definitions)[0].name
-        return catalog.find_agent(self.definitions, requested).name
+            return catalog.agents(definitions)[0].name
+        return catalog.find_agent(definitions, requested).name
 
-    def _check_model(self, selection: ModelSelection | None, path: str) -> ModelSelection | None:
+    def _check_model(
+        self, definitions: Definitions, selection: ModelSelection | None, path: str
+    ) -> ModelSelection | None:
         if selection is None or selection.model is None:
             return selection
         ref = selection.model
-        if not any(m.ref == ref for m in self.definitions.models):
+        if not any(m.ref == ref for m in definitions.models):
             raise NotFound(f"model not found: {ref.provider}/{ref.name} @ {path}")
         return selection
 
-    def _check_executor(self, executor_id: str | None, path: str) -> str:
+    def _check_executor(self, definitions: Definitions, executor_id: str | None, path: str) -> str:
         if not executor_id:
             return LOCAL_EXECUTOR
-        known = {executor.id for executor in catalog.executor_details(self.definitions)}
+        known = {executor.id for executor in catalog.executor_details(definitions)}
         if executor_id not in known:
             raise NotFound(f"executor not found: {executor_id} @ {path}")
         return executor_id
 
-    async def _resolve_executor_settings(self, client: Client, settings: ExecutorSettings | None) -> ExecutorSettings:
+    async def _resolve_executor_settings(
+        self, client: Client, definitions: Definitions, settings: ExecutorSettings | None
+    ) -> ExecutorSettings:
         settings = settings or ExecutorSettings()
-        executor_id = self._check_executor(settings.executor_id, "$.executorSettings.executorId")
+        executor_id = self._check_executor(definitions, settings.executor_id, "$.executorSettings.executorId")
         folders = await client.workspace_folders()
         return ExecutorSettings(executor_id=executor_id, directory=resolve_directory(settings.directory, folders))
+
+    async def _definitions(self, client: Client) -> Definitions:
+        """The definitions for the client's workspace folders."""
+        return self.source.for_folders(folder_key(await client.workspace_folders()))
+
+    def _definitions_changed(self, folders: tuple[str, ...]) -> None:
+        """Configuration files changed: a conversation mid-turn keeps its definitions until the turn
+        ends, then its subscriptions close with `conversationReconfigured`."""
+        for opened in self._open.values():
+            if opened.folder_key == folders and opened.running:
+                opened.reconfigured = True
 
     def _environment(self, client: Client, entries: list[str] | None) -> dict[str, str]:
         return parse_environment(entries) if entries is not None else dict(client.environment)

@@ -49,6 +49,7 @@ from openvaala_lsp.runtime import context, events
 from openvaala_lsp.runtime.api import PendingInputInfo, StreamingItem
 from openvaala_lsp.runtime.errors import InvalidState, NotFound
 from openvaala_lsp.runtime.models import resolve_model
+from openvaala_lsp.runtime.skills import agent_skills, skills_prompt
 from openvaala_lsp.runtime.subscriptions import Subscription
 from openvaala_lsp.tools.base import Tool, ToolOutput
 
@@ -222,7 +223,9 @@ class SessionRunner:
             model=model.ref,
         )
         self.taken.update(p.item.id for p in inputs)
-        active = ActiveTurn(turn=turn, definitions=definitions, hooks=self.conversation.runtime.hooks)
+        active = ActiveTurn(
+            turn=turn, definitions=definitions, hooks=self.conversation.runtime.source.hooks(definitions)
+        )
         self.active = active
         self._idle.clear()
         active.task = asyncio.get_running_loop().create_task(self._run(active, inputs, model))
@@ -318,7 +321,7 @@ class SessionRunner:
             source = "resume" if any(item.turn_id != active.turn.id for item in history) else "startup"
             started = await self._hook("sessionStart", {"source": source}, match=source)
             self._session_context = started.additional_context
-        instructions = "\n\n".join([self._instructions(active.definitions), *self._session_context])
+        instructions = "\n\n".join([self.instructions(active.definitions), *self._session_context])
         provider = await self.conversation.provider(model)
         stop_continuations = 0
         while True:
@@ -571,7 +574,10 @@ class SessionRunner:
     async def _hook(self, event: str, payload: dict[str, Any], match: str | None = None) -> HookOutcome:
         """Runs the hooks of `event` (the same way in every session); their failures are reported
         to subscribers as `error` events and never fail the turn."""
-        runner = self.active.hooks if self.active is not None else self.conversation.runtime.hooks
+        if self.active is not None:
+            runner = self.active.hooks
+        else:
+            runner = self.conversation.runtime.source.hooks(self.conversation.definitions())
         if not runner.matching(event, match):
             return HookOutcome()
         payload = {"session_id": self.session.id, "conversation_id": self.session.conversation_id, **payload}
@@ -599,11 +605,13 @@ class SessionRunner:
         )
         self._saved(await self.conversation.storage.append_item(item, durable=True), item)
 
-    def _instructions(self, definitions: Definitions) -> str:
+    def instructions(self, definitions: Definitions) -> str:
+        """The agent's instructions (or the default ones) and the list of its skills."""
         agent = next((a for a in definitions.agents if a.name == self.session.agent_name), None)
-        if agent is not None and agent.instructions:
-            return agent.instructions
-        return DEFAULT_INSTRUCTIONS.format(directory=self.conversation.directory())
+        base = agent.instructions if agent is not None and agent.instructions else None
+        base = base or DEFAULT_INSTRUCTIONS.format(directory=self.conversation.directory())
+        listed = skills_prompt(agent_skills(definitions, agent))
+        return f"{base}\n\n{listed}" if listed else base
 
     async def stop(self) -> None:
         """Runtime shutdown: the running turn ends interrupted and is saved."""

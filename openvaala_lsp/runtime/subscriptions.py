@@ -53,23 +53,25 @@ class Subscription:
         if self.close_reason is not None:
             return
         if len(self._events) >= self.capacity:
-            self.close(ErrorInfo(kind=SubscriberTooSlow.kind, message=SubscriberTooSlow.default_message))
+            self.close(ErrorInfo(kind=SubscriberTooSlow.kind, message=SubscriberTooSlow.default_message), drop=True)
             return
         self._events.append(event)
         self._ready.set()
 
-    def close(self, reason: ErrorInfo) -> None:
-        """Ends the subscription; events not yet taken are dropped (the client re-lists and resubscribes)."""
+    def close(self, reason: ErrorInfo, *, drop: bool = False) -> None:
+        """Ends the subscription. Events already published are still delivered before the close
+        notice, unless `drop` (a subscriber too slow to keep up re-lists and resubscribes instead)."""
         if self.close_reason is not None:
             return
         self.close_reason = reason
-        self._events.clear()
+        if drop:
+            self._events.clear()
         self._ready.set()
         if self._on_close is not None:
             self._on_close(self)
 
     async def next_batch(self, limit: int) -> list[Any]:
-        """Up to `limit` events, waiting for at least one; [] once closed."""
+        """Up to `limit` events, waiting for at least one; [] once closed and drained."""
         while not self._events and self.close_reason is None:
             self._ready.clear()
             await self._ready.wait()

@@ -21,6 +21,11 @@ def real_folders(folders: list[WorkspaceFolder]) -> list[WorkspaceFolder]:
     return [WorkspaceFolder(name=f.name, path=os.path.realpath(f.path)) for f in folders]
 
 
+def folder_key(folders: list[WorkspaceFolder]) -> tuple[str, ...]:
+    """The real paths of the folders: what per-workspace configuration is keyed by."""
+    return tuple(os.path.realpath(f.path) for f in folders)
+
+
 def containing_folder(path: str, folders: list[WorkspaceFolder]) -> WorkspaceFolder | None:
     """The innermost folder holding the real `path`."""
     real = os.path.realpath(path)

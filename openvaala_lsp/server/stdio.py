@@ -10,7 +10,6 @@ import sys
 from typing import Any, BinaryIO
 
 from openvaala_lsp import paths
-from openvaala_lsp.definitions import Definitions
 from openvaala_lsp.runtime.core import Runtime
 from openvaala_lsp.runtime.errors import RuntimeStopped
 from openvaala_lsp.server.connection import Connection
@@ -91,7 +90,7 @@ async def _start_runtime(future: asyncio.Future[Runtime]) -> None:
         path = paths.database_path()
         path.parent.mkdir(parents=True, exist_ok=True)
         storage = await DuckDBStorage.open(str(path))
-        future.set_result(await Runtime.start(storage, Definitions()))
+        future.set_result(await Runtime.start(storage))  # definitions from the configuration files
     except StorageLockedError as exc:
         logger.error("%s", exc)
         future.set_exception(RuntimeStopped(str(exc)))

@@ -1,0 +1,124 @@
+"""Definitions from configuration files through the real openvaala-lsp: user config, project agents
+and skills in .agents/ and .claude/, hot reload, and setDefinitions while a turn runs."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from fake_provider import ChatStream, FakeProviderServer
+from lsp_client import LspClient
+from turn_helpers import API_KEY, Session, definitions, text_of
+
+SKILL_BODY = "1. Read the diff.\n2. Check the tests.\n3. Say LGTM only if both are fine."
+
+
+def write_user_config(home: Path, server: FakeProviderServer, extra: str = "") -> None:
+    (home / "config.toml").write_text(
+        "[[models]]\n"
+        'ref = "fake/fake-model"\n'
+        'api = "openai-chat"\n'
+        f'baseUrl = "{server.base_url("openai-chat")}"\n'
+        'apiKeyEnv = "FAKE_API_KEY"\n'
+        "contextWindow = 8000\n" + extra
+    )
+
+
+async def test_agents_and_skills_from_files(home: Path, workspace: Path, provider: FakeProviderServer) -> None:
+    write_user_config(home, provider)
+    skill = workspace / ".claude" / "skills" / "review"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(f"---\nname: review\ndescription: How we review changes\n---\n{SKILL_BODY}\n")
+    agents = workspace / ".agents" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "reviewer.md").write_text(
+        "---\nname: reviewer\ndescription: Reviews diffs\ntools: Read, Grep\nmodel: fake/fake-model\n---\n"
+        "You review code carefully.\n"
+    )
+    lsp = await LspClient.spawn(home, cwd=workspace, env={"FAKE_API_KEY": API_KEY})
+    await lsp.initialize([workspace])
+    try:
+        listed = await lsp.call("listAgents")
+        assert {
+            "name": "reviewer",
+            "description": "Reviews diffs",
+            "defaultModel": {"provider": "fake", "name": "fake-model"},
+        } in listed["agents"]
+        models = await lsp.call("listModels", {"agentName": "reviewer"})
+        assert models["agentDefaultModel"] == {"provider": "fake", "name": "fake-model"}
+        conversation = await lsp.call("createConversation", {"agentName": "reviewer"})
+        session = await Session.open(lsp, conversation["id"])
+        provider.enqueue(
+            "openai-chat",
+            ChatStream().tool_call("c1", "skill", ['{"name": "review"}']).finish().response(),
+            ChatStream().text("LGTM").finish().response(),
+        )
+        await session.submit("review my change")
+        assert (await session.turn_completed())["status"] == "completed"
+        first, second = provider.requests_for("openai-chat")
+        system = first.json["messages"][0]["content"]
+        assert system.startswith("You review code carefully.")
+        assert "review: How we review changes" in system and SKILL_BODY not in system  # body only on demand
+        offered = {tool["function"]["name"] for tool in first.json["tools"]}
+        assert offered == {"read_file", "grep", "skill"}  # Read, Grep mapped; skill tool added
+        result = next(i for i in await session.items() if i["type"] == "toolResult")
+        assert text_of(result) == SKILL_BODY
+        assert SKILL_BODY in second.json["messages"][-1]["content"]
+    finally:
+        await lsp.shutdown()
+
+
+async def test_hot_reload_of_the_user_config(home: Path, workspace: Path, provider: FakeProviderServer) -> None:
+    write_user_config(home, provider)
+    lsp = await LspClient.spawn(home, cwd=workspace, env={"FAKE_API_KEY": API_KEY})
+    await lsp.initialize([workspace])
+    try:
+        assert len((await lsp.call("listModels", {}))["models"]) == 1
+        write_user_config(
+            home,
+            provider,
+            '\n[[models]]\nref = "fake/second"\napi = "openai-chat"\ncontextWindow = 1000\n'
+            f'baseUrl = "{provider.base_url("openai-chat")}"\n',
+        )
+        async with asyncio.timeout(20):
+            while len((await lsp.call("listModels", {}))["models"]) != 2:
+                await asyncio.sleep(0.2)
+        names = [m["ref"]["name"] for m in (await lsp.call("listModels", {}))["models"]]
+        assert names == ["fake-model", "second"]
+    finally:
+        await lsp.shutdown()
+
+
+async def test_set_definitions_while_a_turn_runs(home: Path, workspace: Path, provider: FakeProviderServer) -> None:
+    lsp = await LspClient.spawn(home, cwd=workspace, env={"FAKE_API_KEY": API_KEY})
+    await lsp.initialize([workspace])
+    try:
+        await lsp.call("setDefinitions", definitions(provider))
+        busy = await Session.open(lsp)
+        idle = await Session.open(lsp)
+        watched = await lsp.call("subscribeConversation", {"conversationId": busy.id})
+        provider.enqueue("openai-chat", ChatStream().text("old").pause(0.5).text(" model").finish().response())
+        await busy.submit("go")
+        await busy.wait_event(lambda e: e["type"] == "itemDelta")
+        renamed = definitions(provider)
+        renamed["models"][0]["ref"] = {"provider": "fake", "name": "renamed"}
+        result = await lsp.call("setDefinitions", renamed)
+        assert result == {"busyConversationIds": [busy.id]}
+        turn = await busy.turn_completed()
+        assert turn["status"] == "completed" and turn["model"] == {"provider": "fake", "name": "fake-model"}
+        closed = await lsp.wait_for(
+            lambda m: m["method"] == "openvaala/subscriptionClosed" and m["params"]["subscriptionId"] == busy.sub
+        )
+        assert closed["params"]["reason"]["kind"] == "conversationReconfigured"
+        conversation_closed = await lsp.wait_for(
+            lambda m: (
+                m["method"] == "openvaala/subscriptionClosed"
+                and m["params"]["subscriptionId"] == watched["subscriptionId"]
+            )
+        )
+        assert conversation_closed["params"]["reason"]["kind"] == "conversationReconfigured"
+        assert not lsp.of("openvaala/subscriptionClosed", idle.sub)  # the idle conversation was not busy
+        models = await lsp.call("listModels", {})
+        assert [m["ref"]["name"] for m in models["models"]] == ["renamed"]
+    finally:
+        await lsp.shutdown()
