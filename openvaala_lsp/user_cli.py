@@ -1,5 +1,9 @@
 """`openvaala`: the user's command line.
 
+- `openvaala` alone: in a terminal with no model configured, walks through setting up a model
+  provider; otherwise shows what is configured and the commands.
+- `openvaala setup [--provider ... --yes]`: adds a model to the user config, after a real check.
+- `openvaala doctor [--offline]`: what is configured, whether keys are set and models answer.
 - `openvaala demo [PROMPT]`: drives `openvaala-lsp` over stdio exactly as an editor does: a real
   conversation with the embedded local model, streamed, then its token usage read back with SQL.
 - `openvaala sql "SELECT ..."`: queries the history database (conversations, sessions, turns,
@@ -19,6 +23,7 @@ from typing import Any
 from openvaala_lsp import __version__, paths
 from openvaala_lsp.definitions import embedded_model
 from openvaala_lsp.protocol.converter import unstructure
+from openvaala_lsp.setup import commands as setup_commands
 
 
 class StdioPeer:
@@ -161,18 +166,41 @@ def sql(query: str) -> int:
     return 0
 
 
+COMMANDS = {
+    "setup": "set up a model provider (interactive, or flags with --yes)",
+    "doctor": "check what is configured and whether it works",
+    "demo": "drive openvaala-lsp like an editor does",
+    "sql": "query the history database",
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="openvaala", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--version", action="version", version=f"openvaala {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
-    demo_parser = commands.add_parser("demo", help="drive openvaala-lsp like an editor does")
+    commands = parser.add_subparsers(dest="command")
+    setup_parser = commands.add_parser(
+        "setup",
+        help=COMMANDS["setup"],
+        epilog=setup_commands.SETUP_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    setup_commands.add_setup_arguments(setup_parser)
+    doctor_parser = commands.add_parser("doctor", help=COMMANDS["doctor"])
+    setup_commands.add_doctor_arguments(doctor_parser)
+    demo_parser = commands.add_parser("demo", help=COMMANDS["demo"])
     demo_parser.add_argument("--directory", type=Path, default=Path.cwd(), help="the workspace folder (default: cwd)")
     demo_parser.add_argument("prompt", nargs="?", default="In two sentences: why keep an agent's history in SQL?")
-    sql_parser = commands.add_parser("sql", help="query the history database")
+    sql_parser = commands.add_parser("sql", help=COMMANDS["sql"])
     sql_parser.add_argument("query")
     args = parser.parse_args(argv)
+    if args.command is None:
+        return setup_commands.run_bare(list(COMMANDS.items()))
+    if args.command == "setup":
+        return setup_commands.run_setup(args)
+    if args.command == "doctor":
+        return setup_commands.run_doctor(args)
     if args.command == "demo":
         return asyncio.run(demo(args.directory.resolve(), args.prompt))
     return sql(args.query)
