@@ -4,6 +4,7 @@ and skills in .agents/ and .claude/, hot reload, and setDefinitions while a turn
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 
 from fake_provider import ChatStream, FakeProviderServer
@@ -120,5 +121,38 @@ async def test_set_definitions_while_a_turn_runs(home: Path, workspace: Path, pr
         assert not lsp.of("openvaala/subscriptionClosed", idle.sub)  # the idle conversation was not busy
         models = await lsp.call("listModels", {})
         assert [m["ref"]["name"] for m in models["models"]] == ["renamed"]
+    finally:
+        await lsp.shutdown()
+
+
+async def test_mcp_servers_as_tool_sources(home: Path, workspace: Path, provider: FakeProviderServer) -> None:
+    echo_server = Path(__file__).parent / "mcp_servers" / "echo_server.py"
+    write_user_config(
+        home,
+        provider,
+        "\n[[mcpServers]]\n"
+        'name = "echo"\ntransport = "stdio"\n'
+        f'command = "{sys.executable}"\nargs = ["{echo_server}"]\n'
+        "\n[[mcpServers]]\n"
+        'name = "broken"\ntransport = "stdio"\ncommand = "/nonexistent/mcp-server"\n',
+    )
+    lsp = await LspClient.spawn(home, cwd=workspace, env={"FAKE_API_KEY": API_KEY})
+    await lsp.initialize([workspace])
+    try:
+        session = await Session.open(lsp)
+        provider.enqueue(
+            "openai-chat",
+            ChatStream().tool_call("c1", "mcp__echo__echo", ['{"text": "ping from the model"}']).finish().response(),
+            ChatStream().text("echoed").finish().response(),
+        )
+        await session.submit("use the echo tool")
+        assert (await session.turn_completed())["status"] == "completed"
+        result = next(i for i in await session.items() if i["type"] == "toolResult")
+        assert text_of(result) == "ping from the model" and result["toolResult"]["isError"] is False
+        offered = {tool["function"]["name"] for tool in provider.requests_for("openai-chat")[0].json["tools"]}
+        assert "mcp__echo__echo" in offered and not any(name.startswith("mcp__broken") for name in offered)
+        servers = {s["name"]: s for s in (await lsp.call("getMcpServers", {"conversationId": session.id}))["servers"]}
+        assert servers["echo"]["status"] == "ready" and "mcp__echo__echo" in servers["echo"]["tools"]
+        assert servers["broken"]["status"] == "failed" and servers["broken"]["error"]
     finally:
         await lsp.shutdown()

@@ -7,6 +7,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from openvaala_lsp.definitions import Definitions, ModelDefinition
+from openvaala_lsp.mcp import MCPManager
 from openvaala_lsp.model import Conversation, Item, ModelCall, Order, Session, WorkspaceFolder
 from openvaala_lsp.providers.base import Provider
 from openvaala_lsp.runtime import api
@@ -18,6 +19,8 @@ from openvaala_lsp.runtime.skills import SkillTool, agent_skills
 from openvaala_lsp.runtime.workspace import containing_folder
 from openvaala_lsp.tools.base import Tool, ToolContext
 from openvaala_lsp.tools.registry import local_tools
+
+MCP_FIRST_USE_WAIT = 10.0  # seconds a conversation's first turn waits for its MCP servers
 
 if TYPE_CHECKING:
     from openvaala_lsp.runtime.core import Runtime
@@ -41,6 +44,8 @@ class OpenConversation:
         self.last_ordinal = 0
         self.closed = False
         self.client_servers: dict[str, tuple[Client, list[ClientMCPServer]]] = {}  # by client id
+        self.mcp = MCPManager()
+        self._mcp_started = False
         self.reconfigured = False  # definitions changed while busy: subscriptions close when idle
 
     @property
@@ -78,17 +83,32 @@ class OpenConversation:
         return ToolContext(directory=self.directory(), roots=roots, environment=self.environment)
 
     def tools(self, definitions: Definitions, agent_name: str) -> list[Tool]:
+        """The agent's local tools (its `tools` list filters them), its skills, the tools of its MCP
+        servers that are ready, and the tools editors serve for this conversation."""
         agent = next((a for a in definitions.agents if a.name == agent_name), None)
         tools: list[Tool] = local_tools()
-        for client, servers in self.client_servers.values():
-            tools += [ClientToolAdapter(client, self.conversation.id, s, t) for s in servers for t in s.tools]
         if agent is not None and agent.tools is not None:
             allowed = set(agent.tools)
             tools = [tool for tool in tools if tool.name in allowed]
         skills = agent_skills(definitions, agent)
         if skills:
             tools.append(SkillTool(skills))
+        tools += self.mcp.tools()
+        for client, servers in self.client_servers.values():
+            tools += [ClientToolAdapter(client, self.conversation.id, s, t) for s in servers for t in s.tools]
         return tools
+
+    async def start_mcp(self, definitions: Definitions, agent_name: str, *, wait: bool) -> None:
+        """Adopts the agent's MCP servers and starts them in the background. Only a conversation's
+        first turn waits for them, and briefly: a slow server joins a later model call."""
+        agent = next((a for a in definitions.agents if a.name == agent_name), None)
+        servers = definitions.mcp_servers
+        if agent is not None and agent.mcp_servers is not None:
+            servers = [s for s in servers if s.name in set(agent.mcp_servers)]
+        self.mcp.configure(servers, environment=self.environment, cwd=self.directory())
+        first = not self._mcp_started
+        self._mcp_started = True
+        await self.mcp.ensure_started(MCP_FIRST_USE_WAIT if first and wait else 0.0)
 
     async def provider(self, model: ModelDefinition) -> Provider:
         return await self.runtime.providers.get(model, self.environment)
@@ -117,3 +137,4 @@ class OpenConversation:
     async def stop(self) -> None:
         self.closed = True
         await asyncio.gather(*(runner.stop() for runner in self.runners.values()))
+        await self.mcp.close()

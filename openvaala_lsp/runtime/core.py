@@ -554,10 +554,25 @@ class Runtime:
         return api.Empty()
 
     async def get_mcp_servers(self, client: Client, request: api.GetConversationRequest) -> api.GetMcpServersResult:
+        """The conversation's MCP servers with their status (asking starts them in the background),
+        then the servers editors serve for it. A conversation that is not open runs no server: its
+        configured servers are listed as `starting`, which is what opening it does."""
         self._check_running()
-        await self._conversation(request.conversation_id)
+        conversation = await self._conversation(request.conversation_id)
         opened = self._open.get(request.conversation_id)
-        servers = [
+        if opened is not None:
+            await opened.start_mcp(opened.definitions(), opened.main_runner().session.agent_name, wait=False)
+            configured = opened.mcp.infos()
+        else:
+            definitions = await self._definitions(client)
+            agent = next((a for a in definitions.agents if a.name == conversation.agent_name), None)
+            wanted = None if agent is None or agent.mcp_servers is None else set(agent.mcp_servers)
+            configured = [
+                api.MCPServerInfo(name=s.name, transport=s.transport, status="starting")
+                for s in definitions.mcp_servers
+                if wanted is None or s.name in wanted
+            ]
+        servers = configured + [
             api.MCPServerInfo(
                 name=server.name,
                 transport="client",

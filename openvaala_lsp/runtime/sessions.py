@@ -312,9 +312,7 @@ class SessionRunner:
     # The agent loop: call the model, stream, run its tool calls, repeat until it stops
 
     async def _loop(self, active: ActiveTurn, model: ModelDefinition) -> None:
-        tools = self.conversation.tools(active.definitions, self.session.agent_name)
-        specs = context.tool_specs(tools)
-        by_name = {tool.name: tool for tool in tools}
+        await self.conversation.start_mcp(active.definitions, self.session.agent_name, wait=True)
         history = await self._history()
         if not self._session_started:
             self._session_started = True
@@ -330,11 +328,14 @@ class SessionRunner:
             ]:
                 self.taken.add(pending.item.id)
                 await self._commit_input(pending, active.turn.id)
+            # tools are taken at each call: an MCP server that became ready or changed its list joins in
+            tools = self.conversation.tools(active.definitions, self.session.agent_name)
+            by_name = {tool.name: tool for tool in tools}
             request = context.build_request(
                 model.ref.name,
                 "\n\n".join([instructions, *active.context]),
                 await self._history(),
-                specs,
+                context.tool_specs(tools),
                 max_output_tokens=model.max_output_tokens,
                 reasoning_effort=self.session.model.reasoning_effort,
             )
