@@ -45,6 +45,12 @@ async def test_agents_and_skills_from_files(home: Path, workspace: Path, provide
             "description": "Reviews diffs",
             "defaultModel": {"provider": "fake", "name": "fake-model"},
         } in listed["agents"]
+        skills = await lsp.call("getSkills", {"agentName": "reviewer"})
+        assert skills == {
+            "skills": [
+                {"name": "review", "description": "How we review changes", "path": str((skill / "SKILL.md").resolve())}
+            ]
+        }
         models = await lsp.call("listModels", {"agentName": "reviewer"})
         assert models["agentDefaultModel"] == {"provider": "fake", "name": "fake-model"}
         conversation = await lsp.call("createConversation", {"agentName": "reviewer"})

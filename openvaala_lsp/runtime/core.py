@@ -58,6 +58,7 @@ from openvaala_lsp.runtime.errors import (
     SessionNotFound,
 )
 from openvaala_lsp.runtime.models import Providers, resolve_model
+from openvaala_lsp.runtime.skills import agent_skills
 from openvaala_lsp.runtime.subscriptions import Subscription
 from openvaala_lsp.runtime.workspace import (
     containing_folder,
@@ -539,6 +540,25 @@ class Runtime:
     async def get_hooks(self, client: Client, request: api.NoParams) -> api.GetHooksResult:
         self._check_running()
         return api.GetHooksResult(hooks=catalog.hook_infos(await self._definitions(client)))
+
+    async def get_skills(self, client: Client, request: api.GetSkillsRequest) -> api.GetSkillsResult:
+        """The skills an agent sees: of the conversation's agent and workspace when a conversation is
+        given, else of `agentName` (all skills without one) in the client's workspace."""
+        self._check_running()
+        agent_name = request.agent_name
+        opened = None
+        if request.conversation_id is not None:
+            conversation = await self._conversation(request.conversation_id)
+            opened = self._open.get(conversation.id)
+            agent_name = agent_name or conversation.agent_name
+        if request.executor_settings is not None and request.executor_settings.directory:
+            resolve_directory(request.executor_settings.directory, await client.workspace_folders())
+        definitions = opened.definitions() if opened else await self._definitions(client)
+        agent = catalog.find_agent(definitions, agent_name) if agent_name else None
+        skills = agent_skills(definitions, agent)
+        return api.GetSkillsResult(
+            skills=[api.SkillInfo(name=s.name, description=s.description, path=s.path) for s in skills]
+        )
 
     async def set_client_mcp_servers(self, client: Client, request: api.SetClientMcpServersRequest) -> api.Empty:
         """The tools an editor serves for a conversation; they replace that client's earlier set."""
