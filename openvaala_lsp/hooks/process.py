@@ -10,14 +10,13 @@ still holds one of them.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import os
 from collections.abc import Mapping, Sequence
 
 import attrs
 
-from openvaala_lsp.tools.process import EXIT_GRACE, PipeReader, stop_group
+from openvaala_lsp.tools.process import PipeReader, await_group, stop_group
 from openvaala_lsp.tools.truncate import HeadTailBuffer
 
 
@@ -93,19 +92,7 @@ async def run_hook_process(
             # The child has its own copies; ours would keep its stdin open and its output unfinished.
             for fd in child_ends:
                 os.close(fd)
-        try:
-            await asyncio.wait_for(process.wait(), time_limit)
-        except TimeoutError:
-            result.timed_out = True
-            await stop_group(process, closed)
-        else:
-            result.exit_code = process.returncode
-            try:
-                await asyncio.wait_for(asyncio.shield(closed), EXIT_GRACE)
-            except TimeoutError:
-                await stop_group(process, closed)  # background jobs still holding the output
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(closed), EXIT_GRACE)
+        result.exit_code, result.timed_out, _ = await await_group(process, closed, time_limit)
     except asyncio.CancelledError:
         if process is not None:
             await stop_group(process, closed)

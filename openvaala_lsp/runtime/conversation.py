@@ -17,6 +17,7 @@ from openvaala_lsp.runtime.client_tools import ClientToolAdapter
 from openvaala_lsp.runtime.sessions import SessionRunner
 from openvaala_lsp.runtime.skills import SkillTool, agent_skills
 from openvaala_lsp.runtime.workspace import containing_folder
+from openvaala_lsp.storage.interfaces import Storage
 from openvaala_lsp.tools.base import Tool, ToolContext
 from openvaala_lsp.tools.registry import local_tools
 
@@ -24,6 +25,20 @@ MCP_FIRST_USE_WAIT = 10.0  # seconds a conversation's first turn waits for its M
 
 if TYPE_CHECKING:
     from openvaala_lsp.runtime.core import Runtime
+
+
+async def session_items(storage: Storage, conversation_id: str, session_id: str) -> list[Item]:
+    """Every saved item of a session, in order."""
+    items: list[Item] = []
+    cursor: int | None = None
+    while True:
+        page = await storage.list_items(
+            conversation_id, session_id=session_id, cursor=cursor, limit=api.MAX_LIMIT, order=Order.ASC
+        )
+        items.extend(logged.item for logged in page.items)
+        if page.next_cursor is None:
+            return items
+        cursor = page.next_cursor
 
 
 class OpenConversation:
@@ -117,16 +132,7 @@ class OpenConversation:
         await self.storage.append_model_call(call)
 
     async def load_history(self, session_id: str) -> list[Item]:
-        items: list[Item] = []
-        cursor: int | None = None
-        while True:
-            page = await self.storage.list_items(
-                self.conversation.id, session_id=session_id, cursor=cursor, limit=api.MAX_LIMIT, order=Order.ASC
-            )
-            items.extend(logged.item for logged in page.items)
-            if page.next_cursor is None:
-                return items
-            cursor = page.next_cursor
+        return await session_items(self.storage, self.conversation.id, session_id)
 
     def session_changed(self, runner: SessionRunner) -> None:
         self.runtime.session_changed(self, runner)

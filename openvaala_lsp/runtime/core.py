@@ -44,7 +44,7 @@ from openvaala_lsp.model import (
 from openvaala_lsp.runtime import api, catalog, context, events, subscriptions
 from openvaala_lsp.runtime.catalog import LOCAL_EXECUTOR
 from openvaala_lsp.runtime.client import Client
-from openvaala_lsp.runtime.conversation import OpenConversation
+from openvaala_lsp.runtime.conversation import OpenConversation, session_items
 from openvaala_lsp.runtime.definitions_source import DefinitionsSource
 from openvaala_lsp.runtime.errors import (
     ConversationNotFound,
@@ -471,7 +471,7 @@ class Runtime:
         runner = opened.runner(session.id) if opened else None
         items = runner.history if runner and runner.history is not None else None
         if items is None:
-            items = await (opened.load_history(session.id) if opened else self._history(session))
+            items = await session_items(self._storage, session.conversation_id, session.id)
         definitions = opened.definitions() if opened else await self._definitions(client)
         model = self._model_or_none(definitions, session)
         window = model.context_window if model else 0
@@ -760,18 +760,6 @@ class Runtime:
         if model is None:
             return 0
         return model.compact_threshold or model.context_window * 9 // 10
-
-    async def _history(self, session: Session) -> list[Item]:
-        items: list[Item] = []
-        cursor: int | None = None
-        while True:
-            page = await self._storage.list_items(
-                session.conversation_id, session_id=session.id, cursor=cursor, limit=api.MAX_LIMIT, order=Order.ASC
-            )
-            items.extend(logged.item for logged in page.items)
-            if page.next_cursor is None:
-                return items
-            cursor = page.next_cursor
 
     async def _conversation(self, conversation_id: ConversationId) -> Conversation:
         conversation = await self._storage.get_conversation(conversation_id)

@@ -97,6 +97,32 @@ async def _group_gone(pgid: int) -> None:
         await asyncio.sleep(0.02)
 
 
+async def await_group(
+    process: asyncio.subprocess.Process, closed: asyncio.Future[None], time_limit: float
+) -> tuple[int | None, bool, bool]:
+    """Waits up to `time_limit` for the command to exit and its output to close. On timeout the whole
+    group is stopped; background jobs still holding the output `EXIT_GRACE` after the exit are
+    stopped too. Returns (exit code, timed out, stopped background jobs)."""
+    exit_code: int | None = None
+    timed_out = stopped_background = False
+    try:
+        await asyncio.wait_for(process.wait(), time_limit)
+    except TimeoutError:
+        timed_out = True
+        await stop_group(process, closed)
+    else:
+        exit_code = process.returncode
+        try:
+            await asyncio.wait_for(asyncio.shield(closed), EXIT_GRACE)
+        except TimeoutError:
+            stopped_background = True
+            await stop_group(process, closed)
+    # After SIGKILL the pipe closes at once unless a process outside the group holds it.
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.shield(closed), EXIT_GRACE)
+    return exit_code, timed_out, stopped_background
+
+
 async def stop_group(process: asyncio.subprocess.Process, closed: asyncio.Future[None]) -> None:
     pgid = process.pid  # a session leader's pid is its group id
     _signal_group(pgid, signal.SIGTERM)
@@ -151,21 +177,7 @@ async def run_process_group(
     result = ProcessResult(output=buffer, exit_code=None)
     try:
         transport, _ = await loop.connect_read_pipe(lambda: PipeReader(buffer, closed), pipe)
-        try:
-            await asyncio.wait_for(process.wait(), time_limit)
-        except TimeoutError:
-            result.timed_out = True
-            await stop_group(process, closed)
-        else:
-            result.exit_code = process.returncode
-            try:
-                await asyncio.wait_for(asyncio.shield(closed), EXIT_GRACE)
-            except TimeoutError:
-                result.stopped_background = True
-                await stop_group(process, closed)
-        # After SIGKILL the pipe closes at once unless a process outside the group holds it.
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(closed), EXIT_GRACE)
+        result.exit_code, result.timed_out, result.stopped_background = await await_group(process, closed, time_limit)
     except asyncio.CancelledError:
         if transport is None:
             pipe.close()
