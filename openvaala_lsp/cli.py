@@ -1,15 +1,27 @@
-"""`openvaala-lsp`: the process an editor spawns, speaking LSP-framed JSON-RPC on stdin/stdout."""
+"""`openvaala-lsp`: the process an editor spawns, speaking LSP-framed JSON-RPC on stdin/stdout.
+
+By default it is the thin front that relays to the user's runtime host (starting it if needed);
+`--standalone` (or `OPENVAALA_STANDALONE=1` in the environment, for editors that can only set that)
+runs the runtime in this process instead.
+"""
 
 from __future__ import annotations
 
-import argparse
-import logging
+import os
 import sys
 
 from openvaala_lsp import __version__
 
+STANDALONE_ENV = "OPENVAALA_STANDALONE"
 
-def _configure_logging(level: str, log_file: str | None) -> None:
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+
+
+def configure_logging(level: str, log_file: str | None) -> None:
+    import logging
+
     handler: logging.Handler = logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
@@ -19,19 +31,36 @@ def _configure_logging(level: str, log_file: str | None) -> None:
         # pygls logs every message body at INFO and every answered error with a traceback
         logging.getLogger("pygls").setLevel(logging.WARNING)
         logging.getLogger("pygls.protocol.json_rpc").setLevel(logging.CRITICAL)
+        # HTTP clients log every request at INFO (model calls, MCP over HTTP)
+        for name in ("httpx", "httpx2", "httpcore", "httpcore2"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def _parser() -> argparse.ArgumentParser:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="openvaala-lsp", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"openvaala-lsp {__version__}")
+    parser.add_argument(
+        "--standalone", action="store_true", help="run the runtime in this process instead of the shared host"
+    )
+    parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument("--log-file", help="with --standalone: log to this file instead of stderr")
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="openvaala-lsp", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"openvaala-lsp {__version__}")
-    parser.add_argument("--standalone", action="store_true", help="run the runtime in this process (the default today)")
-    parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
-    parser.add_argument("--log-file", help="log to this file instead of stderr")
-    args = parser.parse_args(argv)
-    _configure_logging(args.log_level, args.log_file)
-    from openvaala_lsp.server import stdio
+    args = sys.argv[1:] if argv is None else argv
+    # editors start us without arguments: argparse's import would cost ~10 ms of every start
+    options = _parser().parse_args(args) if args else None
+    if os.environ.get(STANDALONE_ENV) == "1" or (options is not None and options.standalone):
+        configure_logging(options.log_level if options else "WARNING", options.log_file if options else None)
+        from openvaala_lsp.server import stdio
 
-    return stdio.main()
+        return stdio.main()
+    from openvaala_lsp.front.main import main as front
+
+    return front()
 
 
 if __name__ == "__main__":

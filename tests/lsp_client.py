@@ -47,7 +47,8 @@ class LspClient:
     async def spawn(
         cls, home: Path, *, cwd: Path | None = None, env: dict[str, str] | None = None, args: list[str] | None = None
     ) -> LspClient:
-        environment = {**os.environ, "OPENVAALA_HOME": str(home), **(env or {})}
+        # each test has its own home, so its own runtime host: let it exit soon after the test
+        environment = {**os.environ, "OPENVAALA_HOME": str(home), "OPENVAALA_HOST_IDLE_SECONDS": "1", **(env or {})}
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",

@@ -6,6 +6,8 @@ import asyncio
 import logging
 import os
 import signal
+import socket
+import stat
 import sys
 from typing import Any, BinaryIO
 
@@ -60,6 +62,12 @@ async def open_stdio() -> tuple[Any, asyncio.StreamWriter]:
     """Async reader and writer over fds 0 and 1. Afterwards fd 1 points at stderr, so a stray
     print can never corrupt the protocol stream."""
     loop = asyncio.get_running_loop()
+    if _same_socket(0, 1):
+        # one socket for both directions (a socketpair end handed as stdin and stdout): a pipe
+        # transport on each would see the other direction's traffic
+        sock = socket.socket(fileno=os.dup(0))
+        os.dup2(2, 1)
+        return await asyncio.open_connection(sock=sock, limit=1 << 20)
     stdin = os.fdopen(os.dup(0), "rb", buffering=0)
     stdout = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)
@@ -78,7 +86,15 @@ async def open_stdio() -> tuple[Any, asyncio.StreamWriter]:
     return reader, asyncio.StreamWriter(transport, protocol, None, loop)
 
 
-async def _start_runtime(future: asyncio.Future[Runtime]) -> None:
+def _same_socket(a: int, b: int) -> bool:
+    try:
+        first, second = os.fstat(a), os.fstat(b)
+    except OSError:
+        return False
+    return stat.S_ISSOCK(first.st_mode) and os.path.samestat(first, second)
+
+
+async def start_runtime(future: asyncio.Future[Runtime]) -> None:
     """Resolves `future` with the runtime or with a RuntimeStopped saying why it could not start."""
     try:
         # imported here: duckdb costs ~0.1 s and the editor's initialize need not wait for it
@@ -104,7 +120,7 @@ async def run() -> int:
     reader, writer = await open_stdio()
     runtime: asyncio.Future[Runtime] = loop.create_future()
     # the database opens while the editor's initialize is answered
-    starting = loop.create_task(_start_runtime(runtime))
+    starting = loop.create_task(start_runtime(runtime))
 
     async def stop_runtime(_: Connection | None = None) -> None:
         await starting

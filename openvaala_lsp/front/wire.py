@@ -1,0 +1,123 @@
+"""What travels between front and host: the hello, the version policy and LSP frames.
+
+The connection starts with one JSON line each way, then carries the editor's LSP frames unchanged:
+
+    front -> host  {"openvaala": "hello", "protocol": 1, "version": "0.2.0", "pid": 123, "cwd": "/p",
+                    "env": {...}}
+    host -> front  {"ok": true, "protocol": 1, "version": "0.2.0", "pid": 456}
+                or {"ok": false, "reason": "olderFront" | "draining" | "badHello", "message": "...", ...}
+
+Those keys stay stable across versions so that any two versions can tell each other apart.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from openvaala_lsp import __version__
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+HELLO_PROTOCOL = 1
+MAX_HELLO_BYTES = 1 << 22  # the editor's whole environment travels in the hello
+VERSION_OVERRIDE = "OPENVAALA_VERSION_OVERRIDE"  # tests only: pretend to be another version
+
+OLDER_FRONT = "olderFront"
+DRAINING = "draining"
+BAD_HELLO = "badHello"
+
+
+def current_version() -> str:
+    return os.environ.get(VERSION_OVERRIDE) or __version__
+
+
+def front_hello() -> dict[str, Any]:
+    return {
+        "openvaala": "hello",
+        "protocol": HELLO_PROTOCOL,
+        "version": current_version(),
+        "pid": os.getpid(),
+        "cwd": os.getcwd(),
+        "env": dict(os.environ),
+    }
+
+
+def line(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+
+
+def version_key(protocol: int, version: str) -> tuple[int, tuple[int, ...], bool, str]:
+    """Orders (protocol, version): the release numbers, then a final release above its pre-releases
+    ("0.2.0" > "0.2.0rc1"), then the full string, so two different versions are never equal."""
+    numbers: list[int] = []
+    final = True
+    for part in version.split("."):
+        digits = part[: len(part) - len(part.lstrip("0123456789"))]
+        if digits:
+            numbers.append(int(digits))
+        if digits != part:
+            final = False
+            break
+    return protocol, tuple(numbers), final, version
+
+
+def compare(front: tuple[int, str], host: tuple[int, str]) -> int:
+    """-1 when the front is older than the host, 0 when they match, 1 when the front is newer."""
+    a, b = version_key(*front), version_key(*host)
+    return (a > b) - (a < b)
+
+
+class FramingError(Exception):
+    """The stream is not LSP framing."""
+
+
+def frame(message: dict[str, Any]) -> bytes:
+    body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+class FrameSplitter:
+    """Cuts a byte stream into whole LSP frames; keeps a partial frame until the rest arrives."""
+
+    def __init__(self) -> None:
+        self._buffer = b""
+
+    def reset(self, data: bytes = b"") -> None:
+        self._buffer = data
+
+    def feed(self, data: bytes) -> list[tuple[bytes, bytes]]:
+        """(whole frame, body) for every frame completed by `data`."""
+        buffer = self._buffer + data if self._buffer else data
+        frames = []
+        start = 0
+        while True:
+            end = buffer.find(b"\r\n\r\n", start)
+            if end < 0:
+                if len(buffer) - start > 8192:
+                    raise FramingError("LSP header longer than 8 KiB")
+                break
+            length = _content_length(buffer[start:end])
+            body_start = end + 4
+            if len(buffer) < body_start + length:
+                break
+            frames.append((buffer[start : body_start + length], buffer[body_start : body_start + length]))
+            start = body_start + length
+        self._buffer = buffer[start:]
+        return frames
+
+
+def _content_length(header: bytes) -> int:
+    for field in header.split(b"\r\n"):
+        name, _, value = field.partition(b":")
+        if name.strip().lower() == b"content-length":
+            try:
+                length = int(value.strip())
+            except ValueError:
+                break
+            if length >= 0:
+                return length
+            break
+    raise FramingError(f"LSP header without a valid Content-Length: {header[:200]!r}")

@@ -1,0 +1,58 @@
+"""`python -m openvaala_lsp.host [--ready-fd N]`: win `host.lock`, then load the runtime and serve.
+
+The lock is taken before pygls and DuckDB are imported (~0.3 s), so a host that loses a start race
+exits within milliseconds. The kernel drops the lock on any death, SIGKILL included.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import os
+import sys
+
+from openvaala_lsp.front.rundir import UnsafeRunDir, ensure_private, run_dir
+
+EXIT_LOCKED = 3
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m openvaala_lsp.host", description=__doc__)
+    parser.add_argument("--ready-fd", type=int, help="write b'R' to this fd once listening, then close it")
+    args = parser.parse_args(argv)
+    run = run_dir()
+    try:
+        ensure_private(run)
+    except UnsafeRunDir as exc:
+        sys.stderr.write(f"openvaala host: {exc}" + "\n")
+        return 1
+    lock = os.open(run.host_lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        sys.stderr.write(f"openvaala host: another host holds {run.host_lock}; exiting" + "\n")
+        return EXIT_LOCKED
+    _write_pid(run.pid_file)
+    try:
+        from openvaala_lsp.host.server import serve
+
+        return serve(run, args.ready_fd)
+    finally:
+        _remove_pid(run.pid_file)
+        os.close(lock)
+
+
+def _write_pid(path: str) -> None:
+    temporary = f"{path}.{os.getpid()}"
+    with open(temporary, "w") as out:
+        out.write(f"{os.getpid()}\n")
+    os.replace(temporary, path)
+
+
+def _remove_pid(path: str) -> None:
+    try:
+        with open(path) as pid_file:
+            if pid_file.read().strip() == str(os.getpid()):
+                os.unlink(path)
+    except FileNotFoundError:
+        pass

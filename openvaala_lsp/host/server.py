@@ -1,0 +1,229 @@
+"""The host's event loop: accept fronts on the Unix socket, give each its own `Connection` (its own LSP
+session, environment and cwd from the hello) over one shared `Runtime`, and decide when to stop.
+
+It stops on SIGTERM/SIGINT, after an idle grace period (no connection and an idle runtime), or when
+a newer front makes it drain. Stopping unlinks the socket first, so fronts that arrive meanwhile
+wait for `host.lock` and start the next host instead of talking to this one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import signal
+
+from openvaala_lsp import paths
+from openvaala_lsp.cli import configure_logging
+from openvaala_lsp.front import wire
+from openvaala_lsp.front.rundir import RunDir, UnsafeRunDir, check_private, peer_credentials
+from openvaala_lsp.host import hello
+from openvaala_lsp.model import WorkspaceFolder
+from openvaala_lsp.runtime.api import NoParams
+from openvaala_lsp.runtime.client import Client
+from openvaala_lsp.runtime.core import Runtime
+from openvaala_lsp.server.connection import Connection
+from openvaala_lsp.server.stdio import start_runtime
+
+logger = logging.getLogger(__name__)
+
+IDLE_SECONDS_ENV = "OPENVAALA_HOST_IDLE_SECONDS"
+DRAIN_SECONDS_ENV = "OPENVAALA_HOST_DRAIN_SECONDS"
+DEFAULT_IDLE_SECONDS = 30.0
+DEFAULT_DRAIN_SECONDS = 30.0  # longest wait for running turns before a draining host stops anyway
+HELLO_TIMEOUT = 10.0
+
+
+def serve(run: RunDir, ready_fd: int | None) -> int:
+    log = paths.state_dir() / "host.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    configure_logging("WARNING", str(log))
+    logging.getLogger("openvaala_lsp.host").setLevel(logging.INFO)  # a few lifecycle lines per host life
+    return asyncio.run(_serve(run, ready_fd))
+
+
+async def _serve(run: RunDir, ready_fd: int | None) -> int:
+    idle = _seconds(IDLE_SECONDS_ENV, DEFAULT_IDLE_SECONDS)
+    drain = _seconds(DRAIN_SECONDS_ENV, DEFAULT_DRAIN_SECONDS)
+    return await Host(run, idle_seconds=idle, drain_seconds=drain).serve(ready_fd)
+
+
+def _seconds(variable: str, default: float) -> float:
+    try:
+        value = float(os.environ.get(variable) or default)
+    except ValueError:
+        logger.warning("ignoring %s=%r: not a number of seconds", variable, os.environ[variable])
+        return default
+    return max(value, 0.0)
+
+
+async def _no_folders() -> list[WorkspaceFolder]:
+    return []
+
+
+class Host:
+    def __init__(self, run: RunDir, *, idle_seconds: float, drain_seconds: float) -> None:
+        self.run = run
+        self.idle_seconds = idle_seconds
+        self.drain_seconds = drain_seconds
+        self.version = wire.current_version()
+        self.loop = asyncio.get_running_loop()
+        self.runtime: asyncio.Future[Runtime] = self.loop.create_future()
+        self.connections: set[Connection] = set()
+        self.clients = 0  # accepted sockets, from before the hello until they close
+        self.quiet_since = self.loop.time()
+        self.server: asyncio.Server | None = None
+        self.socket_inode: int | None = None
+        self.draining_until: float | None = None  # set when a newer front arrived
+        self.stopping = asyncio.Event()
+        # is_idle takes a client; the host asks as itself
+        self.self_client = Client(
+            client_id="openvaala-host", environment={}, workspace_folders=_no_folders, attach=lambda sub: None
+        )
+
+    async def serve(self, ready_fd: int | None) -> int:
+        await self._listen()
+        if ready_fd is not None:
+            os.write(ready_fd, b"R")
+            os.close(ready_fd)
+        # the database opens while the first editors say hello and initialize
+        starting = self.loop.create_task(start_runtime(self.runtime))
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            self.loop.add_signal_handler(sig, self._stop, sig.name)
+        watcher = self.loop.create_task(self._watch())
+        logger.info("host %s started (pid %d) on %s", self.version, os.getpid(), self.run.socket)
+        await self.stopping.wait()
+        watcher.cancel()
+        self._stop_listening()
+        await asyncio.gather(*(connection.close() for connection in list(self.connections)))
+        await starting
+        if not self.runtime.exception():
+            await self.runtime.result().stop()  # flushes and checkpoints the database
+        logger.info("host %s (pid %d) stopped", self.version, os.getpid())
+        return 0
+
+    def _stop(self, why: str) -> None:
+        if not self.stopping.is_set():
+            logger.info("stopping: %s", why)
+            self.stopping.set()
+
+    # The socket
+
+    async def _listen(self) -> None:
+        # asyncio replaces a stale socket file; only the host.lock holder gets here
+        umask = os.umask(0o177)  # the socket is born 0600: no window where others could connect
+        try:
+            self.server = await asyncio.start_unix_server(
+                self._on_client, path=self.run.socket, limit=wire.MAX_HELLO_BYTES
+            )
+        finally:
+            os.umask(umask)
+        self.socket_inode = os.stat(self.run.socket).st_ino
+
+    def _stop_listening(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            self.server = None
+        try:
+            if os.stat(self.run.socket).st_ino == self.socket_inode:
+                os.unlink(self.run.socket)
+        except FileNotFoundError:
+            pass
+
+    async def _check_socket(self) -> None:
+        """A tmp cleaner or `rm` took the socket: fronts would start hosts that lose host.lock. Listen
+        again, unless the whole run directory went (its OPENVAALA_HOME was deleted): then stop."""
+        try:
+            inode: int | None = os.stat(self.run.socket).st_ino
+        except FileNotFoundError:
+            inode = None
+        if inode == self.socket_inode:
+            return
+        if self.server is not None:
+            self.server.close()
+            self.server = None
+        try:
+            check_private(self.run.path)
+        except FileNotFoundError:
+            self._stop(f"{self.run.path} was removed")
+            return
+        except UnsafeRunDir as exc:
+            logger.error("%s", exc)
+            self._stop("the run directory became unsafe")
+            return
+        logger.warning("%s was removed or replaced; listening again", self.run.socket)
+        try:
+            await self._listen()
+        except OSError as exc:
+            logger.error("cannot listen again on %s: %s", self.run.socket, exc)
+            self._stop("the socket is gone")
+
+    # Connections
+
+    async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        pid, uid = peer_credentials(writer.get_extra_info("socket"))
+        if uid != os.geteuid():
+            logger.warning("refused a connection from uid %d (pid %d): not this host's user", uid, pid)
+            writer.close()
+            return
+        self.clients += 1
+        try:
+            connection = await self._greet(reader, writer)
+            if connection is not None:
+                self.connections.add(connection)
+                try:
+                    await connection.serve(reader)
+                finally:
+                    self.connections.discard(connection)
+        finally:
+            self.clients -= 1
+            self.quiet_since = self.loop.time()
+            writer.close()
+
+    async def _greet(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> Connection | None:
+        try:
+            line = await asyncio.wait_for(reader.readline(), HELLO_TIMEOUT)
+            message = json.loads(line)
+        except (TimeoutError, ValueError, ConnectionError):  # ValueError: not JSON, or over the size limit
+            return None
+        if self.stopping.is_set():
+            return None  # the front sees EOF and tries again, then finds the next host
+        verdict, answer = hello.judge(message, self.version, draining=self.draining_until is not None)
+        writer.write(wire.line(answer))
+        if verdict == hello.ACCEPT:
+            return Connection(self.runtime, writer, environment=message["env"], cwd=message["cwd"])
+        logger.warning("refused a front (pid %s): %s", message.get("pid"), answer["message"])
+        if verdict == hello.DRAIN:
+            self._drain()
+        return None
+
+    # Stopping
+
+    def _drain(self) -> None:
+        """Refuse new fronts at once; stop when no turn runs (or after `drain_seconds` anyway). Sessions
+        still open are closed then: their fronts reconnect to the newer host or refuse it clearly."""
+        if self.draining_until is None:
+            self.draining_until = self.loop.time() + self.drain_seconds
+            self._stop_listening()
+
+    async def _watch(self) -> None:
+        tick = min(0.5, max(0.05, self.idle_seconds / 4))
+        while True:
+            await asyncio.sleep(tick)
+            if self.draining_until is not None:
+                if self.loop.time() >= self.draining_until or await self._runtime_idle():
+                    self._stop("a newer front arrived")
+                continue
+            await self._check_socket()
+            quiet = self.clients == 0 and self.loop.time() - self.quiet_since >= self.idle_seconds
+            if quiet and await self._runtime_idle() and self.clients == 0:
+                self._stop(f"no editor for {self.idle_seconds:g} s")
+
+    async def _runtime_idle(self) -> bool:
+        if not self.runtime.done():
+            return False
+        if self.runtime.exception():
+            return True  # it never started: nothing to wait for
+        runtime = self.runtime.result()
+        return runtime.stopped or (await runtime.is_idle(self.self_client, NoParams())).idle
