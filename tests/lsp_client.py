@@ -41,6 +41,8 @@ class LspClient:
         self.handlers: dict[str, Callable[[Any], Any]] = {
             "workspace/workspaceFolders": lambda params: None,
         }
+        self._reading = asyncio.Event()  # cleared: the client stops reading, like a stalled editor
+        self._reading.set()
         self._reader = asyncio.get_running_loop().create_task(self._read())
 
     @classmethod
@@ -111,6 +113,7 @@ class LspClient:
         stdout = self.process.stdout
         assert stdout is not None
         while True:
+            await self._reading.wait()
             length = None
             while True:
                 line = await stdout.readline()
@@ -191,6 +194,13 @@ class LspClient:
             return await self.process.wait()
         finally:
             self._reader.cancel()
+
+    def pause_reading(self) -> None:
+        """Stops reading the server's output between two messages (its pipe then fills up)."""
+        self._reading.clear()
+
+    def resume_reading(self) -> None:
+        self._reading.set()
 
     def kill(self) -> None:
         self.process.kill()

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_provider import ChatStream, FakeProviderServer
 from lsp_client import LspClient, ResponseError
+from turn_helpers import API_KEY, Session, definitions
 
 from openvaala_lsp import __version__
 from openvaala_lsp.front.rundir import RunDir, ensure_private, run_dir
@@ -494,3 +496,81 @@ async def test_front_gives_up_after_repeated_host_deaths(homes: list[Path], ws: 
         assert "stopped 4 times within 60 s; giving up" in await stderr_of(editor)
     finally:
         await editor.close()
+
+
+async def test_a_stalled_editor_is_dropped_and_never_stalls_the_other(
+    homes: list[Path], ws: Path, provider: FakeProviderServer
+) -> None:
+    """Two editors watch one session; one stops reading. Its subscription is closed
+    subscriberTooSlow, while the turn and the other editor get everything."""
+    home = homes[0]
+    deltas, piece = 3000, "x" * 1000  # big deltas fill the stalled editor's pipes quickly
+    provider.enqueue("openai-chat", ChatStream().deltas(deltas, piece).finish().response())
+    fast = await spawn(home, ws, env={"FAKE_API_KEY": API_KEY})
+    slow = await spawn(home, ws, env={"FAKE_API_KEY": API_KEY})
+    try:
+        await fast.initialize([ws])
+        await slow.initialize([ws], options={"maxBufferedEvents": 200})
+        await fast.call("setDefinitions", definitions(provider))
+        watcher = await Session.open(fast)
+        stalled = await Session.open(slow, watcher.id)
+        slow.pause_reading()
+        await watcher.submit("stream a lot")
+        turn = await watcher.turn_completed()
+        assert turn["status"] == "completed"
+        streamed = "".join(e["delta"] for e in watcher.events() if e["type"] == "itemDelta")
+        assert streamed == piece * deltas
+        assert not fast.of("openvaala/subscriptionClosed")
+
+        slow.resume_reading()
+        closed = await slow.wait_for(
+            lambda m: m["method"] == "openvaala/subscriptionClosed" and m["params"]["subscriptionId"] == stalled.sub
+        )
+        assert closed["params"]["reason"]["kind"] == "subscriberTooSlow"
+        received = stalled.events()  # checks that seq has no gap: what arrived is an exact prefix
+        assert not any(e["type"] == "turnCompleted" for e in received)
+        # the editor catches up by listing and subscribing again
+        again = await slow.call("subscribeSession", {"conversationId": stalled.id, "sessionId": stalled.session_id})
+        items = await slow.call("listItems", {"conversationId": stalled.id})
+        assert again["lastSavedOrdinal"] == items["items"][-1]["ordinal"] == 2
+        assert again["streamingItems"] == [] and again["pendingInputs"] == []
+    finally:
+        await fast.shutdown()
+        await slow.shutdown()
+
+
+async def test_host_killed_mid_turn(homes: list[Path], ws: Path, provider: FakeProviderServer) -> None:
+    """kill -9 of the host while a turn streams: the editors recover, what was acknowledged is there,
+    the turn reads interrupted, the queued input is still pending."""
+    home = homes[0]
+    provider.enqueue("openai-chat", ChatStream().text("partial").pause(60).finish().response())
+    a = await spawn(home, ws, env={"FAKE_API_KEY": API_KEY})
+    b = await spawn(home, ws, env={"FAKE_API_KEY": API_KEY})
+    try:
+        await a.initialize([ws])
+        await b.initialize([ws])
+        await a.call("setDefinitions", definitions(provider))
+        session = await Session.open(a)
+        follower = await Session.open(b, session.id)
+        asked = await session.submit("question")
+        await follower.wait_event(lambda e: e["type"] == "itemDelta")  # B sees A's turn stream
+        queued = await session.submit("follow-up")
+        [old_host] = host_pids(home)
+        os.kill(old_host, signal.SIGKILL)
+        for editor, sub in ((a, session.sub), (b, follower.sub)):
+            closed = await editor.wait_for(
+                lambda m, s=sub: m["method"] == "openvaala/subscriptionClosed" and m["params"]["subscriptionId"] == s
+            )
+            assert closed["params"]["reason"]["kind"] == "runtimeStopped"
+
+        turns = await b.call("listTurns", {"conversationId": session.id})
+        assert [t["status"] for t in turns["items"]] == ["interrupted"]
+        items = await a.call("listItems", {"conversationId": session.id})
+        assert items["items"][0]["item"]["id"] == asked
+        reopened = await Session.open(a, session.id)
+        assert [p["item"]["id"] for p in reopened.snapshot["pendingInputs"]] == [queued]
+        [new_host] = host_pids(home)
+        assert new_host != old_host
+    finally:
+        await a.shutdown()
+        await b.shutdown()

@@ -8,7 +8,7 @@ from typing import Any
 import attrs
 
 from openvaala_lsp.model import WorkspaceFolder
-from openvaala_lsp.runtime.subscriptions import Subscription
+from openvaala_lsp.runtime.subscriptions import DEFAULT_CAPACITY, Subscription
 
 
 @attrs.define(kw_only=True, eq=False)
@@ -26,3 +26,5 @@ class Client:
     # runs a tool of one of this client's MCP servers: (conversation id, server, tool, arguments) -> result
     call_tool: Callable[[str, str, str, dict[str, Any]], Awaitable[dict[str, Any]]] | None = None
     subscriptions: dict[str, Subscription] = attrs.Factory(dict)
+    # events a subscription may hold for this client before it is closed as too slow
+    max_buffered_events: int = DEFAULT_CAPACITY

@@ -376,6 +376,7 @@ class Runtime:
         sub = Subscription(
             subscriptions.CONVERSATION,
             client.client_id,
+            capacity=client.max_buffered_events,
             key=conversation.id,
             on_close=lambda s: self._forget(client, s, subs),
         )
@@ -623,6 +624,7 @@ class Runtime:
         sub = Subscription(
             subscriptions.SESSION,
             client.client_id,
+            capacity=client.max_buffered_events,
             key=(request.conversation_id, request.session_id),
             on_close=lambda s: self._forget(client, s, runner.subscribers),
         )
@@ -641,7 +643,10 @@ class Runtime:
     ) -> api.SubscribeRunningConversationsResult:
         self._check_running()
         sub = Subscription(
-            subscriptions.RUNNING, client.client_id, on_close=lambda s: self._forget(client, s, self._running_subs)
+            subscriptions.RUNNING,
+            client.client_id,
+            capacity=client.max_buffered_events,
+            on_close=lambda s: self._forget(client, s, self._running_subs),
         )
         self._attach(client, sub, self._running_subs)
         return api.SubscribeRunningConversationsResult(

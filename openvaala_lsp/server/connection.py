@@ -38,6 +38,7 @@ PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 DEFAULT_EVENT_BATCH_MS = 4
 MAX_EVENTS_PER_NOTIFICATION = 512
+MIN_BUFFERED_EVENTS = 100
 FOLDERS_REQUEST_TIMEOUT = 5.0
 
 NOTIFY = {
@@ -177,6 +178,9 @@ class Connection(LanguageServer):
             if isinstance(openvaala, dict):
                 if isinstance(client_id := openvaala.get("clientId"), str) and client_id:
                     ls.client.client_id = client_id
+                buffered = openvaala.get("maxBufferedEvents")
+                if isinstance(buffered, int) and not isinstance(buffered, bool) and buffered >= MIN_BUFFERED_EVENTS:
+                    ls.client.max_buffered_events = buffered
                 batch_ms = openvaala.get("eventBatchMs")
                 if isinstance(batch_ms, (int, float)) and not isinstance(batch_ms, bool) and 0 <= batch_ms <= 1000:
                     ls._event_batch = batch_ms / 1000
