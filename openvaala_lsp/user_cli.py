@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from openvaala_lsp import __version__, paths
+from openvaala_lsp.config import trust
 from openvaala_lsp.definitions import embedded_model
 from openvaala_lsp.protocol.converter import unstructure
 from openvaala_lsp.setup import commands as setup_commands
@@ -171,6 +172,7 @@ COMMANDS = {
     "doctor": "check what is configured and whether it works",
     "demo": "drive openvaala-lsp like an editor does",
     "sql": "query the history database",
+    "trust": "let a project's .openvaala/config.toml run hooks and MCP servers and use API keys",
 }
 
 
@@ -194,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     demo_parser.add_argument("prompt", nargs="?", default="In two sentences: why keep an agent's history in SQL?")
     sql_parser = commands.add_parser("sql", help=COMMANDS["sql"])
     sql_parser.add_argument("query")
+    trust_parser = commands.add_parser("trust", help=COMMANDS["trust"])
+    trust_parser.add_argument("directory", nargs="?", type=Path, default=Path.cwd(), help="default: cwd")
     args = parser.parse_args(argv)
     if args.command is None:
         return setup_commands.run_bare(list(COMMANDS.items()))
@@ -203,7 +207,20 @@ def main(argv: list[str] | None = None) -> int:
         return setup_commands.run_doctor(args)
     if args.command == "demo":
         return asyncio.run(demo(args.directory.resolve(), args.prompt))
+    if args.command == "trust":
+        return trust_folder(args.directory)
     return sql(args.query)
+
+
+def trust_folder(directory: Path) -> int:
+    if not directory.is_dir():
+        print(f"not a directory: {directory}", file=sys.stderr)
+        return 1
+    added = trust.trust(directory, paths.config_dir())
+    state = "now trusted" if added else "already trusted"
+    print(f"{directory.resolve()} is {state}: its .openvaala/config.toml may define hooks, MCP servers,")
+    print("executors and models that use your API keys. Running editors pick this up within seconds.")
+    return 0
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import attrs
 from openvaala_lsp import paths
 from openvaala_lsp.definitions import Definitions
 
+from . import trust
 from .agents import load_agent_file
 from .errors import ConfigError
 from .merge import merge_definitions
@@ -39,21 +40,38 @@ class _Collector:
             self.layers.append(definitions)
 
 
-def load_definitions(folders: Sequence[str | os.PathLike[str]], *, config_dir: Path | None = None) -> LoadedDefinitions:
+def load_definitions(
+    folders: Sequence[str | os.PathLike[str]], *, config_dir: Path | None = None, require_trust: bool = False
+) -> LoadedDefinitions:
     """Never raises for a bad file or directory: its errors are returned and the rest still loads.
+
+    With `require_trust`, a project file of a folder the user has not trusted contributes only what
+    cannot run commands or send a key elsewhere (see `trust.untrusted_view`); the rest is reported.
 
     `~/.claude/skills` is read only with the real user configuration (no OPENVAALA_HOME and no
     `config_dir` given), so tests and scripts with a home of their own see nothing of the user's.
     """
     claude_home = Path.home() / ".claude" if config_dir is None and paths.home() is None else None
     found = _Collector()
-    for scope in scopes([folder_path(f) for f in folders], config_dir or paths.config_dir(), claude_home):
+    config_dir = config_dir or paths.config_dir()
+    trusted = trust.trusted_folders(config_dir) if require_trust else set()
+    if require_trust:
+        found.sources.append(trust.trust_file(config_dir))  # trusting a folder reloads its definitions
+    project_folders = [folder_path(f) for f in folders]
+    for index, scope in enumerate(scopes(project_folders, config_dir, claude_home)):
         for directory in scope.skill_dirs:
             _guarded(found, directory, _load_skills)
         for directory in scope.agent_dirs:
             _guarded(found, directory, _load_agents)
         found.sources.append(scope.config_file)
-        found.add(*load_toml_file(scope.config_file))
+        definitions, errors = load_toml_file(scope.config_file)
+        folder = project_folders[index - 1] if index else None  # scope 0 is the user's
+        if definitions is not None and folder is not None and require_trust and not trust.is_trusted(folder, trusted):
+            definitions, refused = trust.untrusted_view(definitions)
+            if refused:
+                message = f"ignored until you trust {folder} (run `openvaala trust` there): {', '.join(refused)}"
+                errors = [*errors, ConfigError(path=scope.config_file, line=None, field=None, message=message)]
+        found.add(definitions, errors)
     return LoadedDefinitions(
         definitions=merge_definitions(found.layers), errors=found.errors, sources=list(dict.fromkeys(found.sources))
     )

@@ -44,11 +44,13 @@ class DefinitionsWatcher:
         *,
         interval: float = 1.0,
         config_dir: Path | None = None,
+        require_trust: bool = False,
     ) -> None:
         self._folders = list(folders)
         self._on_change = on_change
         self._interval = interval
         self._config_dir = config_dir
+        self._require_trust = require_trust
         self._lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
         self._current: LoadedDefinitions | None = None
@@ -82,7 +84,7 @@ class DefinitionsWatcher:
 
     def _load(self) -> LoadedDefinitions:
         before = snapshot(self._stats)
-        loaded = load_definitions(self._folders, config_dir=self._config_dir)
+        loaded = load_definitions(self._folders, config_dir=self._config_dir, require_trust=self._require_trust)
         after = snapshot(loaded.sources)
         # a path already known keeps its stat from before the load: had it changed while we read
         # it, the next poll sees the difference and loads again

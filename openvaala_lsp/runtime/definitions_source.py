@@ -64,6 +64,7 @@ class DefinitionsSource:
                 lambda loaded: self._changed(folders, loaded),
                 interval=self._interval,
                 config_dir=self._config_dir,
+                require_trust=True,
             )
             watcher.start()  # loads now: the first use of a workspace reads its files once
             self._watchers[folders] = watcher

@@ -1,0 +1,59 @@
+"""Trusted workspace folders. A project's `.openvaala/config.toml` comes with the repository, so an
+untrusted one may not run commands (hooks, MCP servers), choose executors, or send the user's API key
+somewhere (a model that names a key variable or starts a local server). The user trusts a folder with
+`openvaala trust`, which adds it to the `trusted-folders` file of the user configuration."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from openvaala_lsp.definitions import Definitions
+
+TRUST_FILE = "trusted-folders"
+
+
+def trust_file(config_dir: Path) -> Path:
+    return config_dir / TRUST_FILE
+
+
+def trusted_folders(config_dir: Path) -> set[str]:
+    """The real paths listed in the trust file, one per line (`#` starts a comment)."""
+    try:
+        lines = trust_file(config_dir).read_text().splitlines()
+    except FileNotFoundError:
+        return set()
+    entries = (line.split("#", 1)[0].strip() for line in lines)
+    return {os.path.realpath(entry) for entry in entries if entry}
+
+
+def is_trusted(folder: Path, trusted: set[str]) -> bool:
+    """A folder is trusted when it or one of its parents is listed."""
+    real = Path(os.path.realpath(folder))
+    return any(str(candidate) in trusted for candidate in (real, *real.parents))
+
+
+def trust(folder: Path, config_dir: Path) -> bool:
+    """Adds `folder` to the trust file; False if it was trusted already."""
+    if is_trusted(folder, trusted_folders(config_dir)):
+        return False
+    path = trust_file(config_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as file:
+        file.write(os.path.realpath(folder) + "\n")
+    return True
+
+
+def untrusted_view(definitions: Definitions) -> tuple[Definitions, list[str]]:
+    """What an untrusted project may define, and the names of what it may not."""
+    refused = [f"hook {h.name}" for h in definitions.hooks]
+    refused += [f"MCP server {s.name}" for s in definitions.mcp_servers]
+    refused += [f"executor {e.id}" for e in definitions.executors]
+    keyed = [m for m in definitions.models if m.api_key_env or m.local_server]
+    refused += [f"model {m.ref.provider}/{m.ref.name}" for m in keyed]
+    allowed = Definitions(
+        agents=definitions.agents,
+        models=[m for m in definitions.models if m not in keyed],
+        skills=definitions.skills,
+    )
+    return allowed, refused
