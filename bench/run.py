@@ -26,6 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fake_provider import ChatStream, FakeProviderServer
 from lsp_client import LspClient
 
+from openvaala_lsp.front.rundir import run_dir
+
 CODEX = {
     "initialize_ms": 60.0,
     "first_delta_ms": 73.0,
@@ -51,19 +53,15 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
-def runtime_pids(lsp: LspClient) -> list[int]:
+def runtime_pids(lsp: LspClient, home: Path) -> list[int]:
     """The processes doing the work: the spawned process, plus the runtime host if one serves it."""
     pids = [lsp.process.pid]
-    home = Path(lsp_home)
-    for candidate in home.rglob("host.pid"):
-        try:
-            pids.append(int(candidate.read_text().split()[0]))
-        except (OSError, ValueError):
-            pass
+    pid_file = Path(run_dir({"OPENVAALA_HOME": str(home)}).pid_file)
+    try:
+        pids.append(int(pid_file.read_text().split()[0]))
+    except (OSError, ValueError):
+        pass  # standalone: no host
     return pids
-
-
-lsp_home = ""
 
 
 def report(name: str, value: float, unit: str, codex_key: str | None = None, lower_is_better: bool = True) -> None:
@@ -116,7 +114,8 @@ async def bench_lists(root: Path, args: list[str], quick: bool) -> None:
     await lsp.initialize([workspace])
     try:
         await lsp.call("isIdle")
-        report("idle RSS after initialize (MiB)", sum(rss_mib(p) for p in runtime_pids(lsp)), "MiB", "idle_rss_mib")
+        pids = runtime_pids(lsp, home)
+        report("idle RSS after initialize (MiB), front + host", sum(rss_mib(p) for p in pids), "MiB", "idle_rss_mib")
         tail = await median_ms(
             10, lambda: lsp.call("listItems", {"conversationId": big, "limit": 100, "cursor": items - 100})
         )
@@ -183,8 +182,6 @@ async def bench_turns(root: Path, args: list[str], quick: bool) -> None:
     home, workspace = root / "turn-home", root / "ws"
     home.mkdir()
     server = FakeProviderServer.start_in_thread()
-    global lsp_home
-    lsp_home = str(home)
     lsp = await spawn(home, workspace, args)
     await lsp.initialize([workspace], options={"eventBatchMs": 4})
     try:
@@ -207,7 +204,7 @@ async def bench_turns(root: Path, args: list[str], quick: bool) -> None:
         deltas = 2000
         server.set_default("openai-chat", ChatStream().deltas(deltas, "x").finish().response())
         await turns.run("warm up")
-        pids = runtime_pids(lsp)
+        pids = runtime_pids(lsp, home)
         runs = 3 if quick else 10
         cpu_before = sum(cpu_seconds(p) for p in pids)
         rss_before = sum(rss_mib(p) for p in pids)
