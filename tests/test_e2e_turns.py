@@ -272,6 +272,11 @@ async def test_input_idempotency_and_validation(agent: LspClient, provider: Fake
     await session.turn_completed()
     assert await session.submit("once", inputId="client-key-1") == first
     assert len([i for i in await session.items() if i["type"] == "userMessage"]) == 1
+    # the same key sent several times at once (an editor retrying) still makes one input
+    raced = await asyncio.gather(*(session.submit("twice", inputId="client-key-2") for _ in range(5)))
+    assert len(set(raced)) == 1
+    await session.turn_completed(2)
+    assert len([i for i in await session.items() if i["type"] == "userMessage"]) == 2
 
     for content, path in (
         ([], "$.content"),

@@ -194,6 +194,8 @@ class Runtime:
                     await self._storage.remove_pending_input(conversation.id, entry.item.id)
                 elif runner is not None:
                     runner.pending.append(entry)
+                    if entry.input_id:
+                        runner.input_ids[entry.input_id] = entry.item.id
             self._open[conversation.id] = opened
         elif request.environment is not None:
             opened.environment = self._environment(client, request.environment)
@@ -421,8 +423,10 @@ class Runtime:
         self._check_content(request.content)
         runner = opened.main_runner()
         if request.input_id:
-            known = next((p.item.id for p in runner.pending if p.input_id == request.input_id), None)
+            known = runner.input_ids.get(request.input_id)
             known = known or await self._storage.find_input(request.conversation_id, request.input_id)
+            # checked again after the await: a concurrent submit of the same inputId may have won
+            known = runner.input_ids.get(request.input_id) or known
             if known is not None:
                 return api.SubmitInputResult(item_id=known)
         resolve_model(opened.definitions(), runner.session.model, runner.session.agent_name)  # noModelConfigured
@@ -436,6 +440,8 @@ class Runtime:
             content=request.content,
             from_=request.from_ or Address(kind=AddressKind.USER),
         )
+        if request.input_id:
+            runner.input_ids[request.input_id] = item.id  # before any await: the key is taken now
         await runner.add_input(PendingInput(item=item, mode=request.mode, input_id=request.input_id))
         return api.SubmitInputResult(item_id=item.id)
 

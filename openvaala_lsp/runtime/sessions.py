@@ -90,6 +90,7 @@ class SessionRunner:
         self.state = SessionState.IDLE
         self.pending: list[PendingInput] = []
         self.taken: set[str] = set()  # pending item ids already claimed by a starting turn
+        self.input_ids: dict[str, str] = {}  # inputId -> item id, for idempotent submits
         self.active: ActiveTurn | None = None
         self.last_turn: Turn | None = None
         self.subscribers: set[Subscription] = set()
