@@ -177,29 +177,35 @@ class Runtime:
 
     async def open_conversation(self, client: Client, request: api.OpenConversationRequest) -> Conversation:
         self._check_running()
-        conversation = await self._conversation(request.conversation_id)
-        opened = self._open.get(conversation.id)
-        if opened is None:
-            sessions = await self._all_sessions(conversation.id)
-            folders = real_folders(await client.workspace_folders())
-            environment = self._environment(client, request.environment)
-            opened = OpenConversation(self, conversation, sessions, environment, folders)
-            opened.last_ordinal = await self._storage.last_ordinal(conversation.id)
-            pending = await self._storage.list_pending_inputs(conversation.id)
-            logged = {li.item.id for li in await self._storage.get_items(conversation.id, [p.item.id for p in pending])}
-            for entry in pending:
-                runner = opened.runner(entry.item.session_id)
-                if entry.item.id in logged:
-                    # taken into a turn just before a crash: the log has it, the queue must not
-                    await self._storage.remove_pending_input(conversation.id, entry.item.id)
-                elif runner is not None:
-                    runner.pending.append(entry)
-                    if entry.input_id:
-                        runner.input_ids[entry.input_id] = entry.item.id
-            self._open[conversation.id] = opened
-        elif request.environment is not None:
-            opened.environment = self._environment(client, request.environment)
+        # serialised per conversation: two editors opening it at once must share one OpenConversation
+        async with self._record_locks[request.conversation_id]:
+            conversation = await self._conversation(request.conversation_id)
+            opened = self._open.get(conversation.id)
+            if opened is None:
+                environment = self._environment(client, request.environment)
+                self._open[conversation.id] = await self._load(client, conversation, environment)
+            elif request.environment is not None:
+                opened.environment = self._environment(client, request.environment)
         return conversation
+
+    async def _load(self, client: Client, conversation: Conversation, environment: dict[str, str]) -> OpenConversation:
+        """A conversation as it was saved: its sessions, last ordinal and pending inputs."""
+        sessions = await self._all_sessions(conversation.id)
+        folders = real_folders(await client.workspace_folders())
+        opened = OpenConversation(self, conversation, sessions, environment, folders)
+        opened.last_ordinal = await self._storage.last_ordinal(conversation.id)
+        pending = await self._storage.list_pending_inputs(conversation.id)
+        logged = {li.item.id for li in await self._storage.get_items(conversation.id, [p.item.id for p in pending])}
+        for entry in pending:
+            runner = opened.runner(entry.item.session_id)
+            if entry.item.id in logged:
+                # taken into a turn just before a crash: the log has it, the queue must not
+                await self._storage.remove_pending_input(conversation.id, entry.item.id)
+            elif runner is not None:
+                runner.pending.append(entry)
+                if entry.input_id:
+                    runner.input_ids[entry.input_id] = entry.item.id
+        return opened
 
     async def get_conversation(self, client: Client, request: api.GetConversationRequest) -> Conversation:
         self._check_running()
