@@ -97,7 +97,6 @@ class Runtime:
         watch_interval: float = 1.0,
     ) -> None:
         self.storage = storage
-        self._storage = storage
         # an explicit set (setDefinitions, tests) replaces the configuration files
         self.source = DefinitionsSource(
             config_dir=config_dir, on_change=self._definitions_changed, watch_interval=watch_interval
@@ -137,7 +136,7 @@ class Runtime:
             sub.close(reason)
         await self.providers.close()
         await self.source.close()
-        await self._storage.close()
+        await self.storage.close()
 
     def _check_running(self) -> None:
         if self._stopped:
@@ -169,7 +168,7 @@ class Runtime:
             model=model or ModelSelection(),
             created_at=now,
         )
-        await self._storage.create_conversation(conversation, session)
+        await self.storage.create_conversation(conversation, session)
         environment = self._environment(client, request.environment)
         folders = real_folders(await client.workspace_folders())
         self._open[conversation.id] = OpenConversation(self, conversation, [session], environment, folders)
@@ -193,14 +192,14 @@ class Runtime:
         sessions = await self._all_sessions(conversation.id)
         folders = real_folders(await client.workspace_folders())
         opened = OpenConversation(self, conversation, sessions, environment, folders)
-        opened.last_ordinal = await self._storage.last_ordinal(conversation.id)
-        pending = await self._storage.list_pending_inputs(conversation.id)
-        logged = {li.item.id for li in await self._storage.get_items(conversation.id, [p.item.id for p in pending])}
+        opened.last_ordinal = await self.storage.last_ordinal(conversation.id)
+        pending = await self.storage.list_pending_inputs(conversation.id)
+        logged = {li.item.id for li in await self.storage.get_items(conversation.id, [p.item.id for p in pending])}
         for entry in pending:
             runner = opened.runner(entry.item.session_id)
             if entry.item.id in logged:
                 # taken into a turn just before a crash: the log has it, the queue must not
-                await self._storage.remove_pending_input(conversation.id, entry.item.id)
+                await self.storage.remove_pending_input(conversation.id, entry.item.id)
             elif runner is not None:
                 runner.pending.append(entry)
                 if entry.input_id:
@@ -223,7 +222,7 @@ class Runtime:
     ) -> Page[ConversationListEntry, str]:
         self._check_running()
         page = await self._page(
-            self._storage.list_conversations(
+            self.storage.list_conversations(
                 cursor=request.cursor,
                 limit=request.limit or api.DEFAULT_LIMIT,
                 order=request.order,
@@ -249,7 +248,7 @@ class Runtime:
             for sub in subs:
                 sub.close(reason)
             self._update_running()
-            await self._storage.delete_conversation(request.conversation_id)
+            await self.storage.delete_conversation(request.conversation_id)
         self._record_locks.pop(request.conversation_id, None)
         return api.Empty()
 
@@ -292,7 +291,7 @@ class Runtime:
         self._check_running()
         await self._conversation(request.conversation_id)
         return await self._page(
-            self._storage.list_sessions(
+            self.storage.list_sessions(
                 request.conversation_id,
                 cursor=request.cursor,
                 limit=request.limit or api.DEFAULT_LIMIT,
@@ -302,7 +301,7 @@ class Runtime:
 
     async def get_session_by_id(self, client: Client, request: api.GetSessionByIdRequest) -> Session:
         self._check_running()
-        session = await self._storage.get_session(request.session_id)
+        session = await self.storage.get_session(request.session_id)
         if session is None:
             raise SessionNotFound(f"session not found: {request.session_id}")
         return session
@@ -310,12 +309,12 @@ class Runtime:
     async def get_session_details(self, client: Client, request: api.SessionRequest) -> api.SessionDetails:
         self._check_running()
         session = await self._session(request.conversation_id, request.session_id)
-        calls = await self._storage.list_model_calls(request.conversation_id, session.id)
+        calls = await self.storage.list_model_calls(request.conversation_id, session.id)
         usage = sum((call.usage for call in calls), start=type(calls[0].usage)()) if calls else None
         turn_count = 0
         cursor: str | None = None
         while True:
-            page = await self._storage.list_turns(
+            page = await self.storage.list_turns(
                 request.conversation_id, session_id=session.id, cursor=cursor, limit=api.MAX_LIMIT, order=Order.ASC
             )
             turn_count += len(page.items)
@@ -329,7 +328,7 @@ class Runtime:
             session=session,
             info=info,
             turn_count=turn_count,
-            item_count=await self._storage.count_items(request.conversation_id, session.id),
+            item_count=await self.storage.count_items(request.conversation_id, session.id),
             usage=usage or info.usage,
             pending_inputs=runner.pending_infos() if runner else [],
         )
@@ -338,7 +337,7 @@ class Runtime:
         self._check_running()
         await self._check_scope(request.conversation_id, request.session_id)
         return await self._page(
-            self._storage.list_turns(
+            self.storage.list_turns(
                 request.conversation_id,
                 session_id=request.session_id,
                 cursor=request.cursor,
@@ -350,7 +349,7 @@ class Runtime:
     async def get_turns(self, client: Client, request: api.GetTurnsRequest) -> api.GetTurnsResult:
         self._check_running()
         await self._check_scope(request.conversation_id, request.session_id)
-        turns = await self._storage.get_turns(request.conversation_id, request.turn_ids)
+        turns = await self.storage.get_turns(request.conversation_id, request.turn_ids)
         found = {turn.id for turn in turns}
         missing = [turn_id for turn_id in request.turn_ids if turn_id not in found]
         if missing:
@@ -364,7 +363,7 @@ class Runtime:
         await self._check_scope(request.conversation_id, request.session_id)
         if request.cursor is not None and request.cursor < 0:
             raise InvalidParams("must not be negative @ $.cursor")
-        return await self._storage.list_items(
+        return await self.storage.list_items(
             request.conversation_id,
             session_id=request.session_id,
             cursor=request.cursor,
@@ -418,9 +417,6 @@ class Runtime:
         self._check_running()
         return api.IsIdleResult(idle=not any(opened.busy for opened in self._open.values()))
 
-    def idle(self) -> bool:
-        return not any(opened.busy for opened in self._open.values())
-
     # Input and turns
 
     async def submit_input(self, client: Client, request: api.SubmitInputRequest) -> api.SubmitInputResult:
@@ -430,7 +426,7 @@ class Runtime:
         runner = opened.main_runner()
         if request.input_id:
             known = runner.input_ids.get(request.input_id)
-            known = known or await self._storage.find_input(request.conversation_id, request.input_id)
+            known = known or await self.storage.find_input(request.conversation_id, request.input_id)
             # checked again after the await: a concurrent submit of the same inputId may have won
             known = runner.input_ids.get(request.input_id) or known
             if known is not None:
@@ -484,7 +480,7 @@ class Runtime:
         runner = opened.runner(session.id) if opened else None
         items = runner.history if runner and runner.history is not None else None
         if items is None:
-            items = await session_items(self._storage, session.conversation_id, session.id)
+            items = await session_items(self.storage, session.conversation_id, session.id)
         definitions = opened.definitions() if opened else await self._definitions(client)
         model = self._model_or_none(definitions, session)
         window = model.context_window if model else 0
@@ -516,7 +512,7 @@ class Runtime:
         opened = self._open.get(request.conversation_id)
         definitions = opened.definitions() if opened else await self._definitions(client)
         session.model = self._check_model(definitions, request.model, "$.model.model") or ModelSelection()
-        await self._storage.update_session(session)
+        await self.storage.update_session(session)
         runner = opened.runner(session.id) if opened else None
         if runner is not None:
             runner.session = session  # takes effect at the next turn
@@ -779,14 +775,14 @@ class Runtime:
         return model.compact_threshold or model.context_window * 9 // 10
 
     async def _conversation(self, conversation_id: ConversationId) -> Conversation:
-        conversation = await self._storage.get_conversation(conversation_id)
+        conversation = await self.storage.get_conversation(conversation_id)
         if conversation is None:
             raise ConversationNotFound(f"conversation not found: {conversation_id}")
         return conversation
 
     async def _session(self, conversation_id: ConversationId, session_id: str) -> Session:
         await self._conversation(conversation_id)
-        session = await self._storage.get_session(session_id)
+        session = await self.storage.get_session(session_id)
         if session is None or session.conversation_id != conversation_id:
             raise SessionNotFound(f"session not found in conversation {conversation_id}: {session_id}")
         return session
@@ -801,7 +797,7 @@ class Runtime:
         sessions: list[Session] = []
         cursor: str | None = None
         while True:
-            page = await self._storage.list_sessions(
+            page = await self.storage.list_sessions(
                 conversation_id, cursor=cursor, limit=api.MAX_LIMIT, order=Order.ASC
             )
             sessions.extend(page.items)
@@ -822,7 +818,7 @@ class Runtime:
 
     async def _save_conversation(self, conversation: Conversation, *, announce: bool = True) -> Conversation:
         conversation.updated_at = utcnow()
-        await self._storage.update_conversation(conversation)
+        await self.storage.update_conversation(conversation)
         opened = self._open.get(conversation.id)
         if opened is not None:
             opened.conversation = conversation

@@ -98,8 +98,6 @@ class SessionRunner:
         self.context_usage = ContextUsage()
         self.history: list[Item] | None = None  # the session's saved items, loaded on first turn
         self._last_call: tuple[ModelCall, int] | None = None  # last call and history length then
-        self._idle = asyncio.Event()
-        self._idle.set()
         self._session_started = False  # sessionStart fires on this runtime's first turn of the session
         self._session_context: list[str] = []
 
@@ -199,9 +197,6 @@ class SessionRunner:
             self.active.task.cancel()
         return self.active.turn.id
 
-    async def wait_idle(self) -> None:
-        await self._idle.wait()
-
     # Turns
 
     def maybe_start(self) -> None:
@@ -228,7 +223,6 @@ class SessionRunner:
             turn=turn, definitions=definitions, hooks=self.conversation.runtime.source.hooks(definitions)
         )
         self.active = active
-        self._idle.clear()
         active.task = asyncio.get_running_loop().create_task(self._run(active, inputs, model))
 
     async def _run(self, active: ActiveTurn, inputs: list[PendingInput], model: ModelDefinition) -> None:
@@ -284,7 +278,6 @@ class SessionRunner:
         self.active = None
         self.last_turn = turn
         self._set_state(SessionState.IDLE)
-        self._idle.set()
         self.conversation.turn_ended(self)
         if turn.status != TurnStatus.FAILED:
             self.maybe_start()
