@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from fake_provider import ChatStream, FakeProviderServer, insufficient_quota
 from lsp_client import LspClient, ResponseError
+from processes import alive
 from turn_helpers import API_KEY, STANDALONE, USAGE, Session, definitions, start, text_of
 
 
@@ -204,18 +205,10 @@ async def test_interrupt_kills_a_running_command(
     turn = await session.turn_completed()
     assert turn["status"] == "interrupted"
     for pid in pids:
-        assert not _alive(pid), f"process {pid} survived the interrupt"
+        assert not alive(pid), f"process {pid} survived the interrupt"
     result = (await session.items())[-1]
     assert result["type"] == "toolResult" and result["toolResult"]["isError"] is True
     assert "interrupted" in text_of(result)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(") ")[1][0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 async def test_interrupt_with_input(agent: LspClient, provider: FakeProviderServer) -> None:

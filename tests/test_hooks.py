@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from processes import alive
 
 from openvaala_lsp.definitions import HookDefinition
 from openvaala_lsp.hooks import HookOutcome, HookRunner
@@ -41,20 +42,6 @@ async def run(
 ) -> HookOutcome:
     # The outer bound only keeps a broken test from hanging; nothing asserts on elapsed time.
     return await asyncio.wait_for(runner.run(event, payload or {}, match=match, cwd=str(cwd), environment=ENV), 60)
-
-
-def alive(pid: int) -> bool:
-    """Whether `pid` still runs; a zombie waiting for init to reap it counts as dead."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            state = stat.read().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
 
 
 async def wait_for_pid(path: Path) -> int:

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from fake_provider import ChatStream, FakeProviderServer
 from lsp_client import LspClient, ResponseError
+from processes import alive
 from turn_helpers import API_KEY, Session, definitions
 
 from openvaala_lsp import __version__
@@ -57,13 +58,6 @@ def host_log(home: Path) -> str:
 
 def started_hosts(home: Path) -> int:
     return host_log(home).count(" started (pid ")
-
-
-def alive(pid: int) -> bool:
-    try:
-        return "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        return False
 
 
 async def until(predicate: Callable[[], bool], what: str) -> None:

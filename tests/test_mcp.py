@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from processes import alive
 
 from openvaala_lsp.definitions import MCPServerDefinition
 from openvaala_lsp.mcp import MCPManager, MCPServerConnection
@@ -27,15 +28,6 @@ BOUND = 30.0
 
 def stdio(name: str = "echo", *extra: str, env: dict[str, str] | None = None) -> MCPServerDefinition:
     return MCPServerDefinition(name=name, transport="stdio", command=sys.executable, args=[SERVER, *extra], env=env)
-
-
-def alive(pid: int) -> bool:
-    """Whether `pid` still runs; a zombie awaiting its reaper counts as gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 async def gone(pid: int) -> bool:

@@ -9,6 +9,7 @@ import signal
 from pathlib import Path
 
 import pytest
+from processes import alive
 
 from openvaala_lsp.tools import shell as shell_module
 from openvaala_lsp.tools.base import ToolContext, ToolOutput
@@ -32,21 +33,6 @@ def context(workspace: Path) -> ToolContext:
 async def sh(context: ToolContext, command: str, tool: ShellTool | None = None, **extra: object) -> ToolOutput:
     # The outer bound only keeps a broken test from hanging; nothing asserts on elapsed time.
     return await asyncio.wait_for((tool or ShellTool()).run({"command": command, **extra}, context), 60)
-
-
-def alive(pid: int) -> bool:
-    """Whether `pid` still runs. A zombie is dead: orphans are reaped by init, here PID 1 of the
-    machine, which may take its time."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            state = stat.read().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
 
 
 def complete_text(path: Path) -> str | None:
