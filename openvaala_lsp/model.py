@@ -105,10 +105,25 @@ class ModelSelection:
     reasoning_effort: str | None = None
 
 
+class FieldError(ValueError):
+    """Raised by validators: a value of the right type that is out of range or malformed. The
+    protocol layer reports it as invalid params at the field's path."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def check_path(instance: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    """A path the OS can take: JSON allows a NUL character, file system calls do not."""
+    if value is not None and "\0" in value:
+        raise FieldError(attribute.name, "a path cannot hold a NUL character")
+
+
 @attrs.define(kw_only=True)
 class ExecutorSettings:
     executor_id: str | None = None
-    directory: str | None = None
+    directory: str | None = attrs.field(default=None, validator=check_path)
 
 
 @attrs.define(kw_only=True)

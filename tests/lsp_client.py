@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 TIMEOUT = 20.0
+NULL = object()  # as params: send `"params": null` (None leaves the member out)
 
 
 class ResponseError(Exception):
@@ -37,6 +38,7 @@ class LspClient:
         self._ids = itertools.count(1)
         self._pending: dict[Any, asyncio.Future[Any]] = {}
         self.notifications: list[dict[str, Any]] = []
+        self.responses: list[dict[str, Any]] = []  # every response, also those no request waits for
         self._notified = asyncio.Condition()
         self.handlers: dict[str, Callable[[Any], Any]] = {
             "workspace/workspaceFolders": lambda params: None,
@@ -64,9 +66,23 @@ class LspClient:
         return cls(process)
 
     async def send_raw(self, body: bytes) -> None:
+        await self.send_bytes(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+
+    async def send_bytes(self, data: bytes) -> None:
+        """Exactly these bytes on the server's stdin, framing included."""
         assert self.process.stdin is not None
-        self.process.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        self.process.stdin.write(data)
         await self.process.stdin.drain()
+
+    async def response(self, predicate: Callable[[dict[str, Any]], bool], *, timeout: float = TIMEOUT) -> Any:
+        """The first response (received so far or later) matching `predicate`."""
+        async with self._notified:
+            async with asyncio.timeout(timeout):
+                while True:
+                    for message in self.responses:
+                        if predicate(message):
+                            return message
+                    await self._notified.wait()
 
     async def _send(self, message: dict[str, Any]) -> None:
         await self.send_raw(json.dumps(message).encode())
@@ -77,7 +93,7 @@ class LspClient:
         self._pending[msg_id] = future
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
         if params is not None:
-            message["params"] = params
+            message["params"] = None if params is NULL else params
         await self._send(message)
         return await asyncio.wait_for(future, timeout)
 
@@ -126,7 +142,8 @@ class LspClient:
                 if name.lower() == "content-length":
                     length = int(value)
             assert length is not None
-            message = json.loads(await stdout.readexactly(length))
+            # strict JSON: NaN or Infinity from the server would be a bug
+            message = json.loads(await stdout.readexactly(length), parse_constant=_not_json)
             await self._on_message(message)
 
     def _fail_pending(self) -> None:
@@ -151,6 +168,9 @@ class LspClient:
                 self.notifications.append(message)
                 self._notified.notify_all()
         else:
+            async with self._notified:
+                self.responses.append(message)
+                self._notified.notify_all()
             future = self._pending.pop(message.get("id"), None)
             if future is not None and not future.done():
                 if "error" in message:
@@ -204,6 +224,10 @@ class LspClient:
 
     def kill(self) -> None:
         self.process.kill()
+
+
+def _not_json(name: str) -> None:
+    raise ValueError(f"the server sent {name}, which is not JSON")
 
 
 @contextlib.asynccontextmanager

@@ -165,7 +165,7 @@ async def test_mcp_servers_as_tool_sources(home: Path, workspace: Path, provider
         await lsp.shutdown()
 
 
-async def test_an_untrusted_project_cannot_run_commands_or_use_keys(
+async def test_an_untrusted_project_cannot_run_commands_or_choose_models(
     home: Path, workspace: Path, provider: FakeProviderServer
 ) -> None:
     project = workspace / ".openvaala"
@@ -182,7 +182,7 @@ async def test_an_untrusted_project_cannot_run_commands_or_use_keys(
     try:
         assert (await lsp.call("getHooks"))["hooks"] == []
         models = await lsp.call("listModels", {})
-        assert [m["ref"]["name"] for m in models["models"]] == ["free"]  # no key, no command: allowed
+        assert models["models"] == []  # not even a keyless one: it would decide where prompts go
         trusted = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
@@ -198,5 +198,34 @@ async def test_an_untrusted_project_cannot_run_commands_or_use_keys(
                 await asyncio.sleep(0.2)
         models = await lsp.call("listModels", {})
         assert sorted(m["ref"]["name"] for m in models["models"]) == ["free", "model"]
+    finally:
+        await lsp.shutdown()
+
+
+async def test_a_session_names_the_model_it_uses(home: Path, workspace: Path) -> None:
+    """Session.model is the effective model: the agent's default, else the first configured model,
+    and after setSessionModel with no model, the default again."""
+    models = [
+        {"ref": {"provider": "p", "name": "first"}, "api": "openai-chat", "baseUrl": "http://127.0.0.1:9", "contextWindow": 8000},
+        {"ref": {"provider": "p", "name": "agents"}, "api": "openai-chat", "baseUrl": "http://127.0.0.1:9", "contextWindow": 8000},
+    ]
+    agents = [
+        {"name": "plain"},
+        {"name": "picky", "defaultModel": {"provider": "p", "name": "agents"}},
+    ]
+    lsp = await LspClient.spawn(home, cwd=workspace)
+    await lsp.initialize([workspace])
+    try:
+        await lsp.call("setDefinitions", {"models": models, "agents": agents})
+        for agent, expected in (("plain", "first"), ("picky", "agents")):
+            conversation = await lsp.call("createConversation", {"agentName": agent})
+            session = (await lsp.call("listSessions", {"conversationId": conversation["id"]}))["items"][0]
+            assert session["model"] == {"model": {"provider": "p", "name": expected}}, agent
+            assert (await lsp.call("getSessionById", {"sessionId": session["id"]}))["model"] == session["model"]
+        changed = await lsp.call(
+            "setSessionModel",
+            {"conversationId": conversation["id"], "sessionId": session["id"], "model": {"reasoningEffort": "low"}},
+        )
+        assert changed["model"] == {"model": {"provider": "p", "name": "agents"}, "reasoningEffort": "low"}
     finally:
         await lsp.shutdown()

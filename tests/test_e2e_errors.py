@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lsp_client import LspClient, ResponseError
+from lsp_client import NULL, LspClient, ResponseError
 
 UNKNOWN_CONVERSATION = "conv_000000000000deadbeef"
 UNKNOWN_SESSION = "sess_000000000000deadbeef"
@@ -73,18 +73,29 @@ async def test_malformed_params_name_the_field(client: LspClient, method: str) -
     assert path in err.value.message
 
 
-async def test_every_advertised_method_answers_empty_params(home: Path, workspace: Path) -> None:
-    """No method hangs or crashes on `{}` or on absent params."""
+async def test_absent_or_null_params_mean_empty_params_for_every_method(home: Path, workspace: Path) -> None:
+    """Absent and `null` params answer exactly as `{}` does (vscode-jsonrpc's `sendRequest(method)`
+    and Neovim's `request(method, nil)` send no params); array params are invalidParams. No method
+    hangs or crashes on any of them."""
     lsp = await LspClient.spawn(home, cwd=workspace)
     result = await lsp.initialize([workspace])
+
+    async def outcome(method: str, params: Any) -> tuple[Any, ...]:
+        try:
+            await lsp.request(method, params)
+        except ResponseError as exc:
+            return exc.code, exc.kind
+        return ("ok",)
+
     try:
         for method in result["capabilities"]["experimental"]["openvaala"]["methods"]:
-            for params in ({}, None, []):
-                try:
-                    await lsp.request(method, params)
-                except ResponseError as exc:
-                    assert exc.code in (-32602, -32010, -32015, -32017, -32019), (method, params, exc)
+            empty = await outcome(method, {})
+            assert empty[0] in ("ok", -32602, -32010, -32015, -32017, -32019), (method, empty)
+            assert await outcome(method, None) == empty, method  # no params member
+            assert await outcome(method, NULL) == empty, method
+            assert await outcome(method, []) == (-32602, "invalidParams"), method
         assert await lsp.call("isIdle") == {"idle": True}
+        assert await lsp.request("openvaala/isIdle") == {"idle": True}
     finally:
         await lsp.shutdown()
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from openvaala_lsp import framing
 from openvaala_lsp.front import wire
 from openvaala_lsp.front.rundir import MAX_SOCKET_PATH, UnsafeRunDir, ensure_private, run_dir
 from openvaala_lsp.front.session import DROP, EXIT, FORWARD, EditorSession
@@ -21,25 +22,22 @@ def body(message: dict[str, Any]) -> bytes:
 
 
 def test_frames_split_across_reads_and_batched_in_one() -> None:
-    first, second = wire.frame({"id": 1}), wire.frame({"id": 2, "text": "é" * 10})
-    splitter = wire.FrameSplitter()
+    first, second = framing.frame({"id": 1}), framing.frame({"id": 2, "text": "é" * 10})
+    reader = framing.FrameReader()
     stream = first + second
-    frames = [f for i in range(0, len(stream), 7) for f in splitter.feed(stream[i : i + 7])]
-    assert [raw for raw, _ in frames] == [first, second]
-    assert [json.loads(b)["id"] for _, b in frames] == [1, 2]
+    bodies = [f for i in range(0, len(stream), 7) for f in reader.feed(stream[i : i + 7])]
+    assert [json.loads(b)["id"] for b in bodies] == [1, 2]  # type: ignore[arg-type]
     body_of = {raw: raw.partition(b"\r\n\r\n")[2] for raw in (first, second)}
-    assert splitter.feed(first + second + first[:5]) == [(first, body_of[first]), (second, body_of[second])]
-    assert splitter.feed(first[5:]) == [(first, body_of[first])]
+    assert reader.feed(first + second + first[:5]) == [body_of[first], body_of[second]]
+    assert reader.feed(first[5:]) == [body_of[first]]
 
 
 def test_frame_headers_are_case_insensitive_and_checked() -> None:
-    assert wire.FrameSplitter().feed(b"content-length: 2\r\nContent-Type: x\r\n\r\n{}") == [
-        (b"content-length: 2\r\nContent-Type: x\r\n\r\n{}", b"{}")
-    ]
-    with pytest.raises(wire.FramingError):
-        wire.FrameSplitter().feed(b"Content-Type: x\r\n\r\n{}")
-    with pytest.raises(wire.FramingError):
-        wire.FrameSplitter().feed(b"x" * 10000)
+    assert framing.FrameReader().feed(b"content-length: 2\r\nContent-Type: x\r\n\r\n{}") == [b"{}"]
+    refused = framing.FrameReader().feed(b"Content-Type: x\r\n\r\n{}")
+    assert [(r.kind, r.msg_id) for r in refused if isinstance(r, framing.Refused)] == [("parseError", None)]
+    refused = framing.FrameReader().feed(b"x" * 10000)
+    assert [r.kind for r in refused if isinstance(r, framing.Refused)] == ["parseError"]
 
 
 def test_version_order() -> None:

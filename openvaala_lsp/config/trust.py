@@ -1,6 +1,7 @@
 """Trusted workspace folders. A project's `.openvaala/config.toml` comes with the repository, so an
-untrusted one may not run commands (hooks, MCP servers), choose executors, or send the user's API key
-somewhere (a model that names a key variable or starts a local server). The user trusts a folder with
+untrusted one may not run commands (hooks, MCP servers), choose executors, or decide where prompts go:
+it may neither add a model nor change one the user defined (a model with the user's `ref` but the
+project's `baseUrl` would receive every prompt, key or no key). The user trusts a folder with
 `openvaala trust`, which adds it to the `trusted-folders` file of the user configuration."""
 
 from __future__ import annotations
@@ -49,11 +50,5 @@ def untrusted_view(definitions: Definitions) -> tuple[Definitions, list[str]]:
     refused = [f"hook {h.name}" for h in definitions.hooks]
     refused += [f"MCP server {s.name}" for s in definitions.mcp_servers]
     refused += [f"executor {e.id}" for e in definitions.executors]
-    keyed = [m for m in definitions.models if m.api_key_env or m.local_server]
-    refused += [f"model {m.ref.provider}/{m.ref.name}" for m in keyed]
-    allowed = Definitions(
-        agents=definitions.agents,
-        models=[m for m in definitions.models if m not in keyed],
-        skills=definitions.skills,
-    )
-    return allowed, refused
+    refused += [f"model {m.ref.provider}/{m.ref.name}" for m in definitions.models]
+    return Definitions(agents=definitions.agents, skills=definitions.skills), refused

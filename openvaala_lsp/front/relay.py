@@ -14,12 +14,13 @@ import json
 import os
 import select
 import socket
+import sys
 import time
 
-from openvaala_lsp.front import wire
+from openvaala_lsp import framing
 from openvaala_lsp.front.connect import HostLink, connect, host_log_path
 from openvaala_lsp.front.rundir import RunDir
-from openvaala_lsp.front.session import DROP, EXIT, SUBSCRIPTION_CLOSED, EditorSession, runtime_stopped
+from openvaala_lsp.front.session import DROP, EXIT, FORWARD, SUBSCRIPTION_CLOSED, EditorSession, runtime_stopped
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -46,9 +47,9 @@ class Relay:
         self.editor_in = editor_in
         self.editor_out = editor_out
         self.session = EditorSession()
-        self.editor_frames = wire.FrameSplitter()
-        self.host_frames = wire.FrameSplitter()
-        self.queue: collections.deque[tuple[bytes, bytes]] = collections.deque()  # read, not yet sent
+        self.editor_frames = framing.FrameReader(framing.max_message_bytes())
+        self.host_frames = framing.FrameReader()  # the host is trusted: no message limit that way
+        self.queue: collections.deque[bytes] = collections.deque()  # bodies read, not yet sent
         self.poller = select.poll()
         self.poller.register(editor_in, select.POLLIN)
         self.link: HostLink | None = None
@@ -84,29 +85,41 @@ class Relay:
             return
         if not data:
             raise FrontExit(0)  # the editor closed our stdin
-        try:
-            self.queue.extend(self.editor_frames.feed(data))
-        except wire.FramingError as exc:
-            raise FrontExit(1, f"the editor's input is not LSP framing: {exc}") from None
+        for body in self.editor_frames.feed(data):
+            if isinstance(body, framing.Refused):
+                self._write_editor([body.response()])  # bad framing or over the limit: the host never sees it
+            else:
+                self.queue.append(body)
 
     def _pump_editor(self) -> bool:
         """Sends queued editor frames unless a replay is in progress; False if the host broke."""
         while self.queue and self.replay_id is None and not self.broken:
-            raw, body = self.queue.popleft()
-            try:
-                message = json.loads(body)
-            except ValueError:
-                message = None
-            action = self.session.note_editor(raw, message)
+            body = self.queue.popleft()
+            raw = framing.frame_body(body)
+            message, action = self._note_editor(raw, body)
             if action == DROP:
                 continue
             if self.link is not None:
                 self._send(raw)
-            elif isinstance(message, dict) and "method" in message and "id" in message:
+            elif isinstance(message, dict) and "method" in message and isinstance(message.get("id"), (int, str)):
                 self._write_editor([runtime_stopped(message["id"], f"{LOST} after shutdown")])
             if action == EXIT:
                 raise FrontExit(0 if self.session.shutdown else 1)
         return not self.broken
+
+    def _note_editor(self, raw: bytes, body: bytes) -> tuple[Any, str]:
+        """What the session learns from an editor message. Malformed JSON goes to the host, which
+        answers it; and no message, however odd, may stop the front: a slip in this bookkeeping
+        costs at most what it would have remembered."""
+        try:
+            message = framing.decode(body)
+        except (ValueError, RecursionError):
+            message = None
+        try:
+            return message, self.session.note_editor(raw, message)
+        except Exception as exc:
+            sys.stderr.write(f"openvaala-lsp: ignoring what could not be noted of an editor message: {exc!r}\n")
+            return message, FORWARD
 
     def _send(self, data: bytes) -> None:
         if self.link is None or self.broken:
@@ -126,15 +139,17 @@ class Relay:
             return
         except OSError:
             data = b""
-        try:
-            frames = self.host_frames.feed(data) if data else None
-        except wire.FramingError:
-            frames = None
-        if frames is None:
+        if not data:
             self.broken = True
             return
-        out = []
-        for raw, body in frames:
+        self._from_host(data)
+
+    def _from_host(self, data: bytes) -> None:
+        out: list[bytes] = []
+        for body in self.host_frames.feed(data):
+            if isinstance(body, framing.Refused):
+                self.broken = True  # the host speaks LSP framing or nothing
+                return
             if b'"id"' in body or _CLOSED in body:
                 try:
                     message = json.loads(body)
@@ -145,12 +160,12 @@ class Relay:
                         self._replayed(message)
                         continue
                     self.session.note_host(message)
-            out.append(raw)
+            out += (b"Content-Length: %d\r\n\r\n" % len(body), body)
         if out:
             self._write_raw(b"".join(out))
 
     def _write_editor(self, messages: list[dict[str, Any]]) -> None:
-        self._write_raw(b"".join(wire.frame(message) for message in messages))
+        self._write_raw(b"".join(framing.frame(message) for message in messages))
 
     def _write_raw(self, data: bytes) -> None:
         view = memoryview(data)
@@ -167,8 +182,10 @@ class Relay:
     def _attach(self, link: HostLink) -> None:
         self.link = link
         self.broken = False
-        self.host_frames.reset(link.leftover)
+        self.host_frames.reset()
         self.poller.register(link.sock, select.POLLIN)
+        if link.leftover:
+            self._from_host(link.leftover)
 
     def _restart(self) -> None:
         assert self.link is not None
@@ -196,7 +213,7 @@ class Relay:
         if request is not None:
             self.replay_id = request["id"]
             self.poller.unregister(self.editor_in)  # the editor waits until the session is back
-            self._send(wire.frame(request))
+            self._send(framing.frame(request))
         for raw in frames:
             self._send(raw)
 

@@ -27,6 +27,15 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _subscription_id(message: dict[str, Any]) -> str | None:
+    sub_id = _dict(message.get("params")).get("subscriptionId")
+    return sub_id if isinstance(sub_id, str) else None
+
+
 def runtime_stopped(msg_id: Any, message: str) -> dict[str, Any]:
     error = {"code": RUNTIME_STOPPED, "message": message, "data": {"kind": "runtimeStopped"}}
     return {"jsonrpc": "2.0", "id": msg_id, "error": error}
@@ -48,8 +57,10 @@ class EditorSession:
             return FORWARD  # the host answers the parse error
         method = message.get("method")
         msg_id = _id_of(message)
-        if not isinstance(method, str):
-            if msg_id is not None and "id" in message:  # an answer to a host request
+        if "method" in message and not isinstance(method, str):
+            return FORWARD  # not a request the host can run: it answers invalidRequest
+        if method is None:
+            if msg_id is not None:  # an answer to a host request
                 if msg_id not in self.host_requests:
                     return DROP  # asked by a host that has died since; the new one never asked
                 self.host_requests.discard(msg_id)
@@ -62,8 +73,8 @@ class EditorSession:
                 self.initialize_requests[msg_id] = (raw, params)
             elif method == "shutdown":
                 self.shutdown = True
-            elif method == UNSUBSCRIBE:
-                self.subscriptions.discard(params.get("subscriptionId"))
+            elif method == UNSUBSCRIBE and (sub_id := _subscription_id(message)) is not None:
+                self.subscriptions.discard(sub_id)
         elif method == "initialized":
             self.initialized_frame = raw
         elif method == "workspace/didChangeWorkspaceFolders":
@@ -79,8 +90,8 @@ class EditorSession:
         if isinstance(method, str):
             if "id" in message and msg_id is not None:
                 self.host_requests.add(msg_id)
-            elif method == SUBSCRIPTION_CLOSED:
-                self.subscriptions.discard(_dict(message.get("params")).get("subscriptionId"))
+            elif method == SUBSCRIPTION_CLOSED and (sub_id := _subscription_id(message)) is not None:
+                self.subscriptions.discard(sub_id)
             return
         if msg_id is None or (asked := self.pending.pop(msg_id, None)) is None:
             return
@@ -95,9 +106,10 @@ class EditorSession:
     def _change_folders(self, event: dict[str, Any]) -> None:
         if self.initialize_params is None:
             return
-        removed = {_dict(folder).get("uri") for folder in event.get("removed") or []}
-        kept = [f for f in self.initialize_params.get("workspaceFolders") or [] if _dict(f).get("uri") not in removed]
-        added = [folder for folder in event.get("added") or [] if isinstance(folder, dict)]
+        removed = {uri for folder in _list(event.get("removed")) if isinstance(uri := _dict(folder).get("uri"), str)}
+        folders = _list(self.initialize_params.get("workspaceFolders"))
+        kept = [folder for folder in folders if _dict(folder).get("uri") not in removed]
+        added = [folder for folder in _list(event.get("added")) if isinstance(folder, dict)]
         self.initialize_params["workspaceFolders"] = kept + added
 
     def host_lost(self, why: str) -> list[dict[str, Any]]:

@@ -1,4 +1,5 @@
-"""What travels between front and host: the hello, the version policy and LSP frames.
+"""What travels between front and host: the hello and the version policy (then LSP frames, see
+`openvaala_lsp.framing`).
 
 The connection starts with one JSON line each way, then carries the editor's LSP frames unchanged:
 
@@ -68,56 +69,3 @@ def compare(front: tuple[int, str], host: tuple[int, str]) -> int:
     """-1 when the front is older than the host, 0 when they match, 1 when the front is newer."""
     a, b = version_key(*front), version_key(*host)
     return (a > b) - (a < b)
-
-
-class FramingError(Exception):
-    """The stream is not LSP framing."""
-
-
-def frame(message: dict[str, Any]) -> bytes:
-    body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
-    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
-
-
-class FrameSplitter:
-    """Cuts a byte stream into whole LSP frames; keeps a partial frame until the rest arrives."""
-
-    def __init__(self) -> None:
-        self._buffer = b""
-
-    def reset(self, data: bytes = b"") -> None:
-        self._buffer = data
-
-    def feed(self, data: bytes) -> list[tuple[bytes, bytes]]:
-        """(whole frame, body) for every frame completed by `data`."""
-        buffer = self._buffer + data if self._buffer else data
-        frames = []
-        start = 0
-        while True:
-            end = buffer.find(b"\r\n\r\n", start)
-            if end < 0:
-                if len(buffer) - start > 8192:
-                    raise FramingError("LSP header longer than 8 KiB")
-                break
-            length = _content_length(buffer[start:end])
-            body_start = end + 4
-            if len(buffer) < body_start + length:
-                break
-            frames.append((buffer[start : body_start + length], buffer[body_start : body_start + length]))
-            start = body_start + length
-        self._buffer = buffer[start:]
-        return frames
-
-
-def _content_length(header: bytes) -> int:
-    for field in header.split(b"\r\n"):
-        name, _, value = field.partition(b":")
-        if name.strip().lower() == b"content-length":
-            try:
-                length = int(value.strip())
-            except ValueError:
-                break
-            if length >= 0:
-                return length
-            break
-    raise FramingError(f"LSP header without a valid Content-Length: {header[:200]!r}")

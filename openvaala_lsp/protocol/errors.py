@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from openvaala_lsp import framing
 from openvaala_lsp.runtime import errors
 
 CODES: dict[str, int] = {
@@ -16,7 +17,19 @@ CODES: dict[str, int] = {
     errors.InvalidState.kind: -32018,
     errors.WorkspaceDenied.kind: -32019,
     errors.InvalidParams.kind: -32602,
+    **dict(
+        (
+            framing.PARSE_ERROR,
+            framing.INVALID_REQUEST,
+            framing.METHOD_NOT_FOUND,
+            framing.INTERNAL,
+            framing.REQUEST_CANCELLED,
+            framing.MESSAGE_TOO_LARGE,
+        )
+    ),
+    "serverNotInitialized": -32002,
 }
+KINDS: dict[int, str] = {code: kind for kind, code in CODES.items()}
 
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602

@@ -32,6 +32,7 @@ from openvaala_lsp.model import (
     Turn,
     TurnId,
     WorkspaceFolder,
+    check_path,
 )
 from openvaala_lsp.runtime.errors import FieldError
 
@@ -47,7 +48,9 @@ def _check_limit(instance: Any, attribute: attrs.Attribute[int | None], value: i
 def _check_environment(instance: Any, attribute: attrs.Attribute[list[str] | None], value: list[str] | None) -> None:
     for entry in value or ():
         if "=" not in entry or entry.startswith("="):
-            raise FieldError(attribute.name, f"entries are KEY=VALUE strings, got {entry!r}")
+            raise FieldError(attribute.name, f"entries are KEY=VALUE strings, got {entry[:200]!r}")
+        if "\0" in entry:
+            raise FieldError(attribute.name, "an environment entry cannot hold a NUL character")
 
 
 # Conversations
@@ -456,8 +459,8 @@ class SetDefinitionsResult:
 
 @attrs.define(kw_only=True)
 class GetWorkspaceDirectoriesRequest:
-    base_directory: str | None = None
-    directory: str | None = None
+    base_directory: str | None = attrs.field(default=None, validator=check_path)
+    directory: str | None = attrs.field(default=None, validator=check_path)
     executor_id: str | None = None
 
 
@@ -471,8 +474,8 @@ class WorkspaceDirectories:
 
 @attrs.define(kw_only=True)
 class ResolveWorkspaceDirectoryRequest:
-    directory: str
-    base_directory: str | None = None
+    directory: str = attrs.field(validator=check_path)
+    base_directory: str | None = attrs.field(default=None, validator=check_path)
     executor_id: str | None = None
 
 
@@ -483,7 +486,7 @@ class ResolveWorkspaceDirectoryResult:
 
 @attrs.define(kw_only=True)
 class OpenTerminalWorkspaceRequest:
-    directory: str | None = None
+    directory: str | None = attrs.field(default=None, validator=check_path)
     environment: list[str] | None = attrs.field(default=None, validator=_check_environment)
     executor_id: str | None = None
 

@@ -57,7 +57,7 @@ from openvaala_lsp.runtime.errors import (
     RuntimeStopped,
     SessionNotFound,
 )
-from openvaala_lsp.runtime.models import Providers, resolve_model
+from openvaala_lsp.runtime.models import Providers, effective_selection, resolve_model
 from openvaala_lsp.runtime.skills import agent_skills
 from openvaala_lsp.runtime.subscriptions import Subscription
 from openvaala_lsp.runtime.workspace import (
@@ -165,7 +165,7 @@ class Runtime:
             id=new_id("sess"),
             conversation_id=conversation.id,
             agent_name=agent_name,
-            model=model or ModelSelection(),
+            model=effective_selection(definitions, model, agent_name),
             created_at=now,
         )
         await self.storage.create_conversation(conversation, session)
@@ -511,7 +511,8 @@ class Runtime:
         session = await self._session(request.conversation_id, request.session_id)
         opened = self._open.get(request.conversation_id)
         definitions = opened.definitions() if opened else await self._definitions(client)
-        session.model = self._check_model(definitions, request.model, "$.model.model") or ModelSelection()
+        selection = self._check_model(definitions, request.model, "$.model.model")
+        session.model = effective_selection(definitions, selection, session.agent_name)
         await self.storage.update_session(session)
         runner = opened.runner(session.id) if opened else None
         if runner is not None:

@@ -5,14 +5,9 @@ The protocol layer maps `kind` to a JSON-RPC code; the runtime only raises these
 
 from __future__ import annotations
 
+from openvaala_lsp.model import FieldError
 
-class FieldError(ValueError):
-    """Raised by request validators: a value of the right type that is out of range or malformed.
-    The protocol layer reports it as invalid params at the field's path."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
+__all__ = ["FieldError"]  # defined with the domain types that validate with it
 
 
 class RuntimeApiError(Exception):

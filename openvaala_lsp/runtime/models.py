@@ -40,6 +40,19 @@ def resolve_model(definitions: Definitions, selection: ModelSelection | None, ag
     raise NoModelConfigured()
 
 
+def effective_selection(definitions: Definitions, selection: ModelSelection | None, agent_name: str) -> ModelSelection:
+    """The selection with the model it resolves to filled in, so a session says which model it
+    uses; left as it is while no model is configured."""
+    selection = selection or ModelSelection()
+    if selection.model is not None:
+        return selection
+    try:
+        ref = resolve_model(definitions, selection, agent_name).ref
+    except NoModelConfigured:
+        return selection
+    return ModelSelection(model=ref, reasoning_effort=selection.reasoning_effort)
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

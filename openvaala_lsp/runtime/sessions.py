@@ -229,6 +229,9 @@ class SessionRunner:
         turn = active.turn
         storage = self.conversation.storage
         try:
+            if self.session.model.model is None:  # created before any model was configured
+                self.session.model = attrs.evolve(self.session.model, model=model.ref)
+                await storage.update_session(self.session)
             await storage.save_turn(turn, durable=True)
             await self.conversation.storage.touch_conversation(turn.conversation_id, turn.started_at)
             self.publish(events.TurnStarted(turn=copy.deepcopy(turn)))

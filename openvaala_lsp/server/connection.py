@@ -8,7 +8,6 @@ code serves stdio (standalone) and the runtime host's Unix socket connections.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 from collections.abc import Callable, Mapping
@@ -19,7 +18,8 @@ from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
-from openvaala_lsp import __version__
+from openvaala_lsp import __version__, framing
+from openvaala_lsp.framing import FrameReader, Refused, frame
 from openvaala_lsp.model import ErrorInfo, WorkspaceFolder, new_id
 from openvaala_lsp.protocol.converter import ParamsError, describe_error, structure, unstructure
 from openvaala_lsp.protocol.errors import CODES, INTERNAL_ERROR, INVALID_PARAMS, SERVER_NOT_INITIALIZED
@@ -29,13 +29,12 @@ from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.core import Runtime
 from openvaala_lsp.runtime.errors import InvalidParams, RuntimeApiError, RuntimeStopped
 from openvaala_lsp.runtime.subscriptions import Subscription
-from openvaala_lsp.server.framing import FramingError, frame, read_bodies
+from openvaala_lsp.server import messages
 from openvaala_lsp.server.protocol import OpenvaalaProtocol, RpcError, runtime_stopped_error, shared_converter
 
 logger = logging.getLogger(__name__)
 
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
+READ_SIZE = 65536
 DEFAULT_EVENT_BATCH_MS = 4
 MAX_EVENTS_PER_NOTIFICATION = 512
 MIN_BUFFERED_EVENTS = 100
@@ -87,6 +86,7 @@ def _rpc_error(error: RuntimeApiError) -> RpcError:
 
 
 def _params_error(method: str, problems: list[str]) -> RpcError:
+    problems = messages.bounded_problems(problems)
     return RpcError(
         f"invalid params for {method}: {'; '.join(problems)}",
         INVALID_PARAMS,
@@ -201,50 +201,41 @@ class Connection(LanguageServer):
             ls.exited = True
 
     async def serve(self, reader: Any) -> None:
-        """Reads and dispatches messages until EOF or `exit`, then releases the connection."""
+        """Reads and dispatches messages until EOF or `exit`, then releases the connection. A frame
+        the reader refuses is answered, and reading goes on."""
+        frames = FrameReader(framing.max_message_bytes())
         try:
-            async for body in read_bodies(reader):
-                self._dispatch(body)
-                if self.exited:
+            while True:
+                try:
+                    data = await reader.read(READ_SIZE)
+                except ConnectionError:
                     break
-        except FramingError as exc:
-            logger.error("closing connection: %s", exc)
+                if not data:
+                    break
+                for body in frames.feed(data):
+                    if isinstance(body, Refused):
+                        self.writer.write(frame(body.response()))
+                    else:
+                        self._dispatch(body)
+                    if self.exited:
+                        return
         finally:
             await self.close()
 
     def _dispatch(self, body: bytes) -> None:
-        try:
-            data = json.loads(body)
-        except ValueError as exc:
-            self._reply_error(None, PARSE_ERROR, f"parse error: {exc}")
-            return
-        if not isinstance(data, dict) or data.get("jsonrpc") != "2.0" or not ("method" in data or "id" in data):
-            msg_id = data.get("id") if isinstance(data, dict) else None
-            self._reply_error(msg_id, INVALID_REQUEST, "invalid request: expected a JSON-RPC 2.0 message object")
-            return
-        if "method" in data and not isinstance(data["method"], str):
-            self._reply_error(data.get("id"), INVALID_REQUEST, "invalid request: method must be a string")
+        data, refusal = messages.check(body)
+        if refusal is not None:
+            self.writer.write(frame(refusal))
+        if data is None:
             return
         try:
             message = self.protocol.structure_message(data)
         except JsonRpcException as exc:
-            if "id" in data and "method" in data:
-                cause = exc.__cause__
-                problems = describe_error(cause) if cause is not None else [str(exc)]
-                self._reply_error(
-                    data["id"],
-                    INVALID_PARAMS,
-                    f"invalid params for {data['method']}: {'; '.join(problems)}",
-                    {"kind": "invalidParams", "errors": problems},
-                )
+            if "id" in data and "method" in data:  # LSP params pygls could not structure
+                problems = describe_error(exc.__cause__) if exc.__cause__ is not None else [str(exc)]
+                self.writer.write(frame(messages.params_error(data["id"], data["method"], problems)))
             return
         self.protocol.handle_message(message)
-
-    def _reply_error(self, msg_id: Any, code: int, message: str, data: Any = None) -> None:
-        error: dict[str, Any] = {"code": code, "message": message}
-        if data is not None:
-            error["data"] = data
-        self.writer.write(frame({"jsonrpc": "2.0", "id": msg_id, "error": error}))
 
     async def close(self) -> None:
         """The editor went away or said `exit`: stop its work, end its subscriptions."""

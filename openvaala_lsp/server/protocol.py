@@ -6,6 +6,8 @@
 - Message types are cached per method, not per protocol instance (pygls' lru_cache pins
   closed sessions in memory).
 - Domain errors are answered without pygls' traceback logging.
+- Every error response carries `data.kind`, a bounded message and never a traceback; frames are
+  built by `framing.frame` (valid UTF-8 JSON, no NaN).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from lsprotocol import types
+from lsprotocol.types import ResponseError, ResponseErrorMessage
 from pygls.exceptions import JsonRpcException, JsonRpcRequestCancelled
 from pygls.protocol import LanguageServerProtocol, default_converter, lsp_method
 from pygls.protocol.json_rpc import (
@@ -26,9 +29,9 @@ from pygls.protocol.json_rpc import (
     RPCRequest,
 )
 
-from openvaala_lsp import __version__
+from openvaala_lsp import __version__, framing
 from openvaala_lsp.protocol import PROTOCOL_VERSION
-from openvaala_lsp.protocol.errors import CODES
+from openvaala_lsp.protocol.errors import CODES, KINDS
 from openvaala_lsp.protocol.methods import NOTIFICATIONS
 from openvaala_lsp.runtime.errors import RuntimeStopped
 
@@ -111,6 +114,22 @@ class OpenvaalaProtocol(LanguageServerProtocol):
             return
         super()._send_handler_result(future, msg_id=msg_id)
 
+    def _send_response(self, msg_id: Any, result: Any | None = None, error: ResponseError | None = None) -> None:
+        super()._send_response(msg_id, result, None if error is None else clean_error(error))
+
+    def _send_data(self, data: Any) -> None:
+        if not data or self.writer is None:
+            return
+        try:
+            payload = framing.frame(data, default=self._serialize_message)
+        except (TypeError, ValueError) as exc:  # e.g. a float NaN in a result
+            logger.error("cannot encode a message as JSON: %s", exc)
+            if not isinstance(data, (JsonRPCResponseMessage, ResponseErrorMessage)):
+                return
+            reason = f"the result could not be encoded as JSON: {exc}"
+            payload = framing.frame(framing.error_response(data.id, framing.INTERNAL, reason))
+        self.writer.write(payload)
+
     def _handle_response(self, msg_id: Any, result: Any | None = None, error: Any | None = None) -> None:
         # a reply to a server->client request whose waiter was cancelled (pygls #621)
         future = self._request_futures.get(msg_id)
@@ -118,6 +137,24 @@ class OpenvaalaProtocol(LanguageServerProtocol):
             self._request_futures.pop(msg_id, None)
             return
         super()._handle_response(msg_id, result, error)
+
+
+MAX_ERROR_MESSAGE = 1000
+
+
+def clean_error(error: ResponseError) -> ResponseError:
+    """The error as the wire promises it: `data.kind` always, the message bounded, no traceback
+    (pygls puts one in `data` for an unexpected exception)."""
+    data = error.data if isinstance(error.data, dict) else {}
+    kind = data.get("kind")
+    if not isinstance(kind, str):
+        kind = KINDS.get(error.code, "internal")
+    data = {key: value for key, value in data.items() if key != "traceback"}
+    data["kind"] = kind
+    message = error.message
+    if len(message) > MAX_ERROR_MESSAGE:
+        message = message[:MAX_ERROR_MESSAGE] + f"… ({len(error.message)} characters)"
+    return ResponseError(code=error.code, message=message, data=data)
 
 
 __all__ = ["JsonRpcRequestCancelled", "OpenvaalaProtocol", "RpcError", "shared_converter"]

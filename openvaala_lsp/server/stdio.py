@@ -25,14 +25,8 @@ class _ThreadReader:
     def __init__(self, stream: BinaryIO) -> None:
         self._stream = stream
 
-    async def readline(self) -> bytes:
-        return await asyncio.to_thread(self._stream.readline)
-
-    async def readexactly(self, n: int) -> bytes:
-        data = await asyncio.to_thread(self._stream.read, n)
-        if len(data) < n:
-            raise asyncio.IncompleteReadError(data, n)
-        return data
+    async def read(self, n: int) -> bytes:
+        return await asyncio.to_thread(self._stream.read, n)
 
 
 class _BlockingTransport(asyncio.WriteTransport):
