@@ -17,7 +17,7 @@ async def test_initialize_advertises_the_protocol(home: Path, workspace: Path) -
     result = await lsp.initialize([workspace])
     await lsp.shutdown()
     openvaala = result["capabilities"]["experimental"]["openvaala"]
-    assert openvaala["protocolVersion"] == "0.2"
+    assert openvaala["protocolVersion"] == "0.3"
     assert openvaala["serverVersion"]
     for method in ("createConversation", "listConversations", "listItems", "subscribeConversation", "isIdle"):
         assert "openvaala/" + method in openvaala["methods"]

@@ -206,8 +206,18 @@ async def test_a_session_names_the_model_it_uses(home: Path, workspace: Path) ->
     """Session.model is the effective model: the agent's default, else the first configured model,
     and after setSessionModel with no model, the default again."""
     models = [
-        {"ref": {"provider": "p", "name": "first"}, "api": "openai-chat", "baseUrl": "http://127.0.0.1:9", "contextWindow": 8000},
-        {"ref": {"provider": "p", "name": "agents"}, "api": "openai-chat", "baseUrl": "http://127.0.0.1:9", "contextWindow": 8000},
+        {
+            "ref": {"provider": "p", "name": "first"},
+            "api": "openai-chat",
+            "baseUrl": "http://127.0.0.1:9",
+            "contextWindow": 8000,
+        },
+        {
+            "ref": {"provider": "p", "name": "agents"},
+            "api": "openai-chat",
+            "baseUrl": "http://127.0.0.1:9",
+            "contextWindow": 8000,
+        },
     ]
     agents = [
         {"name": "plain"},

@@ -59,7 +59,9 @@ async def test_json_nested_100000_deep_is_refused_not_fatal(lsp: LspClient) -> N
     await lsp.send_raw(b'{"jsonrpc":"2.0","id":"deep","method":"openvaala/isIdle","params":' + deep + b"}")
     assert error_of(await answer_to(lsp, "deep")) == (-32020, "messageTooLarge")
     # deep enough to pass Python's decoder, still refused before anything recurses into it
-    await lsp.send_raw(b'{"jsonrpc":"2.0","id":"d2","method":"openvaala/isIdle","params":{"a":' + b"[" * 500 + b"]" * 500 + b"}}")
+    await lsp.send_raw(
+        b'{"jsonrpc":"2.0","id":"d2","method":"openvaala/isIdle","params":{"a":' + b"[" * 500 + b"]" * 500 + b"}}"
+    )
     assert error_of(await answer_to(lsp, "d2")) == (-32020, "messageTooLarge")
     await still_serving(lsp)
 
@@ -124,7 +126,11 @@ async def test_lone_surrogates_are_invalid_params_naming_the_field(lsp: LspClien
     conversation = await lsp.call("createConversation")
     cases = [
         ("listConversations", b'{"query":"\\ud800"}', "$.query"),
-        ("setConversationTitle", b'{"conversationId":"%s","title":"a\\udfffb"}' % conversation["id"].encode(), "$.title"),
+        (
+            "setConversationTitle",
+            b'{"conversationId":"%s","title":"a\\udfffb"}' % conversation["id"].encode(),
+            "$.title",
+        ),
         ("createConversation", b'{"environment":["A=\\udc00"]}', "$.environment[0]"),
     ]
     for index, (method, params, path) in enumerate(cases):
@@ -134,7 +140,9 @@ async def test_lone_surrogates_are_invalid_params_naming_the_field(lsp: LspClien
         assert error_of(response) == (-32602, "invalidParams"), method
         assert path in response["error"]["message"], response
     # a valid surrogate pair is one character, not an error
-    await lsp.send_raw(b'{"jsonrpc":"2.0","id":"pair","method":"openvaala/listConversations","params":{"query":"\\ud83d\\ude00"}}')
+    await lsp.send_raw(
+        b'{"jsonrpc":"2.0","id":"pair","method":"openvaala/listConversations","params":{"query":"\\ud83d\\ude00"}}'
+    )
     assert "result" in await answer_to(lsp, "pair")
     await still_serving(lsp)
 
@@ -174,7 +182,9 @@ def tree_rss_kib(home: Path) -> int:
 async def test_a_huge_content_length_is_refused_without_buffering_it(lsp: LspClient, home: Path) -> None:
     await still_serving(lsp)  # the runtime has started: what grows now is what the stream kept
     before = tree_rss_kib(home)
-    await lsp.send_bytes(b'Content-Length: 1000000000000\r\n\r\n{"jsonrpc":"2.0","id":"huge","method":"openvaala/isIdle",')
+    await lsp.send_bytes(
+        b'Content-Length: 1000000000000\r\n\r\n{"jsonrpc":"2.0","id":"huge","method":"openvaala/isIdle",'
+    )
     assert error_of(await answer_to(lsp, "huge")) == (-32020, "messageTooLarge")
     chunk = b"x" * (1 << 20)
     for _ in range(64):
@@ -200,7 +210,9 @@ async def test_a_huge_bad_value_is_not_echoed_back(lsp: LspClient) -> None:
         (huge, {}),
     ):
         lsp.responses.clear()
-        await lsp.send_raw(json.dumps({"jsonrpc": "2.0", "id": "echo", "method": "openvaala/" + method, "params": params}).encode())
+        await lsp.send_raw(
+            json.dumps({"jsonrpc": "2.0", "id": "echo", "method": "openvaala/" + method, "params": params}).encode()
+        )
         response = await answer_to(lsp, "echo")
         assert len(json.dumps(response)) < 3000, (method[:20], len(json.dumps(response)))
         error_of(response)

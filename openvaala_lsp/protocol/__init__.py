@@ -1,3 +1,3 @@
-"""The openvaala editor protocol 0.2: wire names, the one converter, the method registry, schemas."""
+"""The openvaala editor protocol 0.3: wire names, the one converter, the method registry, schemas."""
 
-PROTOCOL_VERSION = "0.2"
+PROTOCOL_VERSION = "0.3"

@@ -31,7 +31,7 @@ CODES: dict[str, int] = {
 }
 KINDS: dict[int, str] = {code: kind for kind, code in CODES.items()}
 
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-SERVER_NOT_INITIALIZED = -32002
+METHOD_NOT_FOUND = CODES["methodNotFound"]
+INVALID_PARAMS = CODES["invalidParams"]
+INTERNAL_ERROR = CODES["internal"]
+SERVER_NOT_INITIALIZED = CODES["serverNotInitialized"]

@@ -30,7 +30,7 @@ import attrs
 
 from openvaala_lsp.protocol import PROTOCOL_VERSION
 from openvaala_lsp.protocol.converter import unstructure, wire_name
-from openvaala_lsp.protocol.errors import CODES, INTERNAL_ERROR, SERVER_NOT_INITIALIZED
+from openvaala_lsp.protocol.errors import CODES
 from openvaala_lsp.protocol.methods import NOTIFICATIONS, PREFIX, REQUESTS, SERVER_REQUESTS
 from openvaala_lsp.runtime import api, errors, events
 
@@ -217,11 +217,17 @@ def _reachable(root: Any, defs: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
-# Kinds the server sends besides CODES (see server/connection.py)
-_SERVER_KINDS = {"internal": INTERNAL_ERROR, "serverNotInitialized": SERVER_NOT_INITIALIZED}
 _ERROR_NOTES = {
-    "internal": "a bug in the server; the message names the method and the server logs the details",
+    "internal": "a bug in the server; the message names what failed (never a traceback), the server logs the details",
     "serverNotInitialized": "a request before `initialize`",
+    "parseError": "the body is not JSON (NaN and Infinity are not JSON), or its framing is broken; `id` is null "
+    "unless a top-level id could be read from the body's first bytes",
+    "invalidRequest": "not a JSON-RPC 2.0 request: method not a string, id neither a string nor an integer "
+    "(answered with id null), a batch",
+    "methodNotFound": "no such method in this build",
+    "requestCancelled": "cancelled with `$/cancelRequest`",
+    "messageTooLarge": "a message over the limit (64 MiB unless OPENVAALA_MAX_MESSAGE_BYTES says otherwise; "
+    "refused without reading it into memory), nesting deeper than 100 levels, or a field over its limit",
     errors.NotFound.kind: "a turn, item, input, agent, model or executor that does not exist",
     errors.InvalidState.kind: "e.g. steering when no turn runs, withdrawing an input already taken",
     errors.WorkspaceDenied.kind: "a directory outside the workspace folders or that does not exist",
@@ -231,7 +237,7 @@ _ERROR_NOTES = {
 
 def _errors_schema() -> dict[str, Any]:
     by_kind = {e.kind: e.default_message for e in errors.ALL_ERRORS}
-    codes = CODES | _SERVER_KINDS
+    codes = CODES
     variants = []
     for kind, code in sorted(codes.items(), key=lambda kv: -kv[1]):
         data: dict[str, Any] = {"properties": {"kind": {"const": kind}}}
@@ -247,10 +253,9 @@ def _errors_schema() -> dict[str, Any]:
     return {
         "$schema": DIALECT,
         "title": "openvaala JSON-RPC error (the `error` member of a response)",
-        "description": "Every error of an openvaala/ method carries `data.kind`, fixed per code. `message` is "
-        "for humans; match on `data.kind` (or `code`). invalidParams also carries `data.errors`: every problem "
-        'as "<problem> @ $.path" with wire field names. Standard JSON-RPC/LSP errors without `data.kind` '
-        "(-32700 parse error, -32600, -32601 method not found, -32800 cancelled) fall outside this schema.",
+        "description": "Every error carries `data.kind`, fixed per code. `message` is for humans (at most 1000 "
+        "characters; a bad value is quoted by its first 200); match on `data.kind` (or `code`). invalidParams "
+        'also carries `data.errors`: every problem as "<problem> @ $.path" with wire field names (at most 20).',
         "type": "object",
         "required": ["code", "message", "data"],
         "properties": {

@@ -6,6 +6,7 @@ Fields with a default are optional on the wire.
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 import attrs
@@ -178,6 +179,22 @@ class InterruptTurnWithInputRequest:
     conversation_id: ConversationId
     item_id: ItemId
     turn_id: TurnId
+
+
+class ApprovalDecision(enum.StrEnum):
+    ALLOW_ONCE = "allowOnce"
+    ALLOW_ALWAYS = "allowAlways"
+    DENY = "deny"
+
+
+@attrs.define(kw_only=True)
+class AnswerApprovalParams:
+    """`answerApproval`: the answer to an `approvalRequested` event; the first answer wins."""
+
+    conversation_id: ConversationId
+    item_id: ItemId
+    decision: ApprovalDecision
+    message: str | None = None
 
 
 @attrs.define(kw_only=True)
