@@ -265,9 +265,10 @@ def _reject_constant(name: str) -> None:
 
 
 def decode(body: bytes) -> Any:
-    """JSON of a body. NaN and Infinity are refused (they are not JSON, and would be echoed back);
-    raises ValueError, or RecursionError for nesting deeper than Python's decoder allows."""
-    return json.loads(body, parse_constant=_reject_constant)
+    """JSON of a body, which must be UTF-8 (strictly: json.loads would let surrogates encoded in
+    UTF-8 through). NaN and Infinity are refused (they are not JSON, and would be echoed back).
+    Raises ValueError, or RecursionError for nesting deeper than Python's decoder allows."""
+    return json.loads(body.decode(), parse_constant=_reject_constant)
 
 
 def too_deep(body: bytes, value: Any) -> bool:

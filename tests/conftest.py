@@ -44,3 +44,12 @@ def provider() -> Iterator[FakeProviderServer]:
         yield server
     finally:
         server.stop_thread()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The fuzz suite's budget, so CI's log shows how many examples ran."""
+    fuzz = sys.modules.get("test_fuzz_wire")
+    counts = getattr(fuzz, "EXAMPLE_COUNTS", None)
+    if counts:
+        ran = ", ".join(f"{count} in {mode} mode" for mode, count in sorted(counts.items()))
+        terminalreporter.write_line(f"wire fuzzing: {ran} (derandomized; OPENVAALA_FUZZ_EXAMPLES sets the budget)")

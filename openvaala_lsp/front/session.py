@@ -60,7 +60,7 @@ class EditorSession:
         if "method" in message and not isinstance(method, str):
             return FORWARD  # not a request the host can run: it answers invalidRequest
         if method is None:
-            if msg_id is not None:  # an answer to a host request
+            if msg_id is not None and ("result" in message or "error" in message):  # an answer to a host request
                 if msg_id not in self.host_requests:
                     return DROP  # asked by a host that has died since; the new one never asked
                 self.host_requests.discard(msg_id)
