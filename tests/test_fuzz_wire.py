@@ -213,7 +213,7 @@ def wrong_type(draw: st.DrawFn) -> Chunk:
     root = METHOD_SCHEMAS[method]
     params = _minimal(root, root)
     target: Any = params
-    for step, following in zip(path, path[1:], strict=False):
+    for step, following in itertools.pairwise(path):
         if isinstance(step, int):
             while len(target) <= step:
                 target.append({} if isinstance(following, str) else [])
