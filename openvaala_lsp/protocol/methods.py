@@ -86,6 +86,7 @@ REQUESTS: dict[str, RequestSpec] = {
         ),
         _request("openTerminalWorkspace", api.OpenTerminalWorkspaceRequest, api.TerminalWorkspace),
         _request("isIdle", api.NoParams, api.IsIdleResult),
+        _request("query", api.QueryParams, api.QueryResult),
     )
 }
 
