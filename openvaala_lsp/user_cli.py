@@ -5,79 +5,27 @@
 - `openvaala setup [--provider ... --yes]`: adds a model to the user config, after a real check.
 - `openvaala doctor [--offline]`: what is configured, whether keys are set and models answer.
 - `openvaala demo [PROMPT]`: drives `openvaala-lsp` over stdio exactly as an editor does: a real
-  conversation with the embedded local model, streamed, then its token usage read back with SQL.
-- `openvaala sql "SELECT ..."`: queries the history database (conversations, sessions, turns,
-  items, model_calls and the usage views).
+  conversation with the embedded local model, streamed, then its token usage read back with SQL
+  while the editor session is still open.
+- `openvaala sql "SELECT ..." [--limit N]`: queries the history database (conversations, sessions,
+  turns, items, model_calls and the usage views), through the runtime host when one runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from openvaala_lsp import __version__, paths
+from openvaala_lsp import __version__, paths, sql_cli
 from openvaala_lsp.config import trust
 from openvaala_lsp.definitions import embedded_model
+from openvaala_lsp.lsp_peer import LspPeer
 from openvaala_lsp.protocol.converter import unstructure
+from openvaala_lsp.runtime import api
 from openvaala_lsp.setup import commands as setup_commands
-
-
-class StdioPeer:
-    """A minimal LSP client of the `openvaala-lsp` process (what an editor does)."""
-
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
-        self.process = process
-        self.notifications: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        self._next_id = 0
-        self._waiting: dict[int, asyncio.Future[Any]] = {}
-        self._reader = asyncio.get_running_loop().create_task(self._read_all())
-
-    async def request(self, method: str, params: Any) -> Any:
-        self._next_id += 1
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._waiting[self._next_id] = future
-        await self._write({"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params})
-        return await future
-
-    async def notify(self, method: str, params: Any) -> None:
-        await self._write({"jsonrpc": "2.0", "method": method, "params": params})
-
-    async def _write(self, message: dict[str, Any]) -> None:
-        assert self.process.stdin is not None
-        body = json.dumps(message).encode()
-        self.process.stdin.write(b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-        await self.process.stdin.drain()
-
-    async def _read_all(self) -> None:
-        assert self.process.stdout is not None
-        while True:
-            length = 0
-            while (line := await self.process.stdout.readline()) not in (b"\r\n", b""):
-                name, _, value = line.decode().partition(":")
-                if name.lower() == "content-length":
-                    length = int(value)
-            if not length:
-                for waiting in self._waiting.values():
-                    if not waiting.done():
-                        waiting.set_exception(RuntimeError("openvaala-lsp exited"))
-                return
-            message = json.loads(await self.process.stdout.readexactly(length))
-            if "method" in message:
-                await self.notifications.put(message)
-                continue
-            future = self._waiting.pop(message["id"]) if message.get("id") in self._waiting else None
-            if future is None:
-                continue
-            if "error" in message:
-                future.set_exception(RuntimeError(message["error"]["message"]))
-            else:
-                future.set_result(message.get("result"))
-
 
 DEMO_AGENT = {
     "name": "assistant",
@@ -87,16 +35,20 @@ DEMO_AGENT = {
 }
 
 
+USAGE_SQL = (
+    "SELECT day, provider, model, calls, input_tokens, output_tokens, estimated_calls"
+    " FROM usage_by_model_day ORDER BY day DESC, model LIMIT 10"
+)
+
+
 async def demo(directory: Path, prompt: str) -> int:
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "openvaala_lsp", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
     )
-    peer = StdioPeer(process)
+    assert process.stdout is not None and process.stdin is not None
+    peer = LspPeer(process.stdout, process.stdin)
     folder = {"uri": directory.as_uri(), "name": directory.name}  # directory is absolute
-    init = await peer.request(
-        "initialize", {"processId": os.getpid(), "capabilities": {}, "workspaceFolders": [folder]}
-    )
-    await peer.notify("initialized", {})
+    init = await peer.initialize({"workspaceFolders": [folder]})
     info = init["capabilities"]["experimental"]["openvaala"]
     version, protocol, count = info["serverVersion"], info["protocolVersion"], len(info["methods"])
     print(f"openvaala-lsp {version} speaks protocol {protocol}: {count} methods")
@@ -116,18 +68,21 @@ async def demo(directory: Path, prompt: str) -> int:
     print(f"\nturn {turn['status']}: {usage['inputTokens']} input + {usage['outputTokens']} output tokens")
     if turn.get("error"):
         print(f"error: {turn['error']['message']}")
-    await peer.request("shutdown", None)
-    await peer.notify("exit", None)
+    # while this editor session is open, as `openvaala sql` does: through the runtime host holding the file
+    print(f"\nhistory database: {paths.database_path()}; token usage by model and day (openvaala sql):")
+    try:
+        print(sql_cli.render_table(await sql_cli.fetch(USAGE_SQL)))
+        queried = True
+    except sql_cli.QueryFailed as exc:
+        print(exc, file=sys.stderr)
+        queried = False
+    await peer.shutdown()
     code = await process.wait()
-    print(f"\nhistory database: {paths.database_path()}; token usage by model and day:")
-    sql(
-        "SELECT day, provider, model, calls, input_tokens, output_tokens, estimated_calls"
-        " FROM usage_by_model_day ORDER BY day DESC, model LIMIT 10"
-    )
-    return code if turn["status"] == "completed" else 1
+    await peer.close()
+    return code if turn["status"] == "completed" and queried else 1
 
 
-async def _stream_turn(peer: StdioPeer) -> dict[str, Any]:
+async def _stream_turn(peer: LspPeer) -> dict[str, Any]:
     streaming: set[str] = set()
     while True:
         message = await peer.notifications.get()
@@ -141,30 +96,6 @@ async def _stream_turn(peer: StdioPeer) -> dict[str, Any]:
             elif event["type"] == "turnCompleted":
                 turn: dict[str, Any] = event["turn"]
                 return turn
-
-
-def sql(query: str) -> int:
-    import duckdb
-
-    path = paths.database_path()
-    if not path.exists():
-        print(f"no history yet at {path}", file=sys.stderr)
-        return 1
-    try:
-        connection = duckdb.connect(str(path), read_only=True, config={"autoinstall_known_extensions": False})
-    except duckdb.IOException as exc:
-        print(f"the history database is in use by a running openvaala: {exc}", file=sys.stderr)
-        return 1
-    try:
-        relation = connection.sql(query)
-        if relation is not None:  # statements without a result (SET, PRAGMA) return None
-            relation.show(max_rows=200, max_width=200)
-    except duckdb.Error as exc:
-        print(f"query failed: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        connection.close()
-    return 0
 
 
 COMMANDS = {
@@ -195,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     demo_parser.add_argument("--directory", type=Path, default=Path.cwd(), help="the workspace folder (default: cwd)")
     demo_parser.add_argument("prompt", nargs="?", default="In two sentences: why keep an agent's history in SQL?")
     sql_parser = commands.add_parser("sql", help=COMMANDS["sql"])
-    sql_parser.add_argument("query")
+    sql_parser.add_argument("query", help="one read-only statement: SELECT, WITH, FROM, DESCRIBE, SHOW, ...")
+    sql_parser.add_argument("--limit", type=_query_limit, help=f"rows to show (default {api.DEFAULT_QUERY_LIMIT})")
     trust_parser = commands.add_parser("trust", help=COMMANDS["trust"])
     trust_parser.add_argument("directory", nargs="?", type=Path, default=Path.cwd(), help="default: cwd")
     args = parser.parse_args(argv)
@@ -209,7 +141,14 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(demo(args.directory.resolve(), args.prompt))
     if args.command == "trust":
         return trust_folder(args.directory)
-    return sql(args.query)
+    return sql_cli.main(args.query, args.limit)
+
+
+def _query_limit(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= api.MAX_QUERY_LIMIT:
+        raise argparse.ArgumentTypeError(f"must be between 1 and {api.MAX_QUERY_LIMIT}")
+    return value
 
 
 def trust_folder(directory: Path) -> int:

@@ -88,6 +88,11 @@ class LspClient:
         await self.send_raw(json.dumps(message).encode())
 
     async def request(self, method: str, params: Any = None, *, timeout: float = TIMEOUT) -> Any:
+        _, future = await self.send_request(method, params)
+        return await asyncio.wait_for(future, timeout)
+
+    async def send_request(self, method: str, params: Any = None) -> tuple[int, asyncio.Future[Any]]:
+        """Sends a request without waiting: its id (for `$/cancelRequest`) and the future of its answer."""
         msg_id = next(self._ids)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[msg_id] = future
@@ -95,7 +100,7 @@ class LspClient:
         if params is not None:
             message["params"] = None if params is NULL else params
         await self._send(message)
-        return await asyncio.wait_for(future, timeout)
+        return msg_id, future
 
     async def call(self, name: str, params: Any = None, **kwargs: Any) -> Any:
         """`openvaala/<name>`."""

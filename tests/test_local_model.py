@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -50,3 +52,23 @@ async def test_streamed_turn_with_the_embedded_model(home: Path, workspace: Path
         assert [e["context"]["source"] for e in events if e["type"] == "contextUsageUpdated"] == ["estimated"]
     finally:
         await lsp.shutdown()
+
+
+async def test_the_demo_prints_token_usage_with_the_runtime_host_up(home: Path, workspace: Path) -> None:
+    demo = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "openvaala_lsp.user_cli",
+        "demo",
+        "--directory",
+        str(workspace),
+        "Say hello.",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "OPENVAALA_HOME": str(home), "OPENVAALA_HOST_IDLE_SECONDS": "1"},
+    )
+    out, err = await asyncio.wait_for(demo.communicate(), 180)
+    assert demo.returncode == 0, err.decode()
+    text = out.decode()
+    assert "turn completed:" in text and "token usage by model and day (openvaala sql):" in text
+    assert "│ local    │ gemma3-270m │      1 │" in text  # the usage table, read while the editor was open

@@ -251,6 +251,10 @@ def test_server_messages_validate() -> None:
         pending_inputs=[api.PendingInputInfo(item=item(), mode=model.SessionInputMode.STEER, turn_id="turn_1")],
     )
     assert_valid("requests/getSessionDetails.result.json", converter.unstructure(details))
+    rows: list[list[Any]] = [[1, "2025-03-01T12:00:00.000000Z", None, {"a": [1, None]}, "1.50"]]
+    result = api.QueryResult(columns=[api.QueryColumn(name="n", type="BIGINT")], rows=rows, truncated=True)
+    assert converter.unstructure(result)["rows"] is rows  # JSON already: sent without a walk through it
+    assert_valid("requests/query.result.json", converter.unstructure(result))
 
 
 # Input: the schema accepts exactly what the converter structures
@@ -277,6 +281,9 @@ GOOD_PARAMS: list[tuple[str, dict[str, Any]]] = [
         {"conversationId": "c", "beforeTurnId": "t", "model": {"model": {"provider": "p", "name": "n"}}},
     ),
     ("openConversation", {"conversationId": "c", "environment": None}),
+    ("query", {"sql": "SELECT 1"}),
+    ("query", {"sql": "SELECT ?, ?", "parameters": [1, "x", None, {"a": [1.5]}], "limit": 100000}),
+    ("query", {"sql": "SELECT 1", "parameters": None, "limit": None}),
     ("subscribeRunningConversations", {}),
     (
         "setClientMcpServers",
@@ -307,6 +314,11 @@ BAD_PARAMS: list[tuple[str, dict[str, Any]]] = [
     ("createConversation", {"agentName": None}),
     ("createConversation", {"environment": ["NOVALUE"]}),
     ("setDefinitions", {"models": [{"api": "ollama"}]}),
+    ("query", {"parameters": []}),
+    ("query", {"sql": 1}),
+    ("query", {"sql": "SELECT 1", "limit": 0}),
+    ("query", {"sql": "SELECT 1", "limit": 100001}),
+    ("query", {"sql": "SELECT ?", "parameters": "x"}),
 ]
 
 

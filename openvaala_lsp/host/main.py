@@ -30,7 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        sys.stderr.write(f"openvaala host: another host holds {run.host_lock}; exiting" + "\n")
+        held = f"another host holds {run.host_lock}, or `openvaala sql` is reading the database"
+        sys.stderr.write(f"openvaala host: {held}; exiting" + "\n")
         return EXIT_LOCKED
     _write_pid(run.pid_file)
     try:

@@ -99,6 +99,14 @@ def _checked(kind: type, inner: Any) -> Any:
     return structure
 
 
+# A field with metadata {"json": True} holds JSON values already (query rows): sent as they are, unwalked.
+JSON_ALREADY = "json"
+
+
+def _as_is(value: Any) -> Any:
+    return value
+
+
 def make_converter() -> cattrs.Converter:
     conv = cattrs.Converter(detailed_validation=True)
     for kind in (str, int, bool):
@@ -115,7 +123,12 @@ def make_converter() -> cattrs.Converter:
 
     def unstructure_factory(cls: type) -> Any:
         overrides = {
-            f.name: override(rename=wire_name(f.name), omit_if_default=f.default is None) for f in attrs.fields(cls)
+            f.name: override(
+                rename=wire_name(f.name),
+                omit_if_default=f.default is None,
+                unstruct_hook=_as_is if f.metadata.get(JSON_ALREADY) else None,
+            )
+            for f in attrs.fields(cls)
         }
         return make_dict_unstructure_fn(cls, conv, **overrides)  # type: ignore[arg-type]
 

@@ -87,6 +87,7 @@ REQUESTS: dict[str, RequestSpec] = {
         _request("openTerminalWorkspace", api.OpenTerminalWorkspaceRequest, api.TerminalWorkspace),
         _request("isIdle", api.NoParams, api.IsIdleResult),
         _request("answerApproval", api.AnswerApprovalParams, api.Empty),
+        _request("query", api.QueryParams, api.QueryResult),
     )
 }
 

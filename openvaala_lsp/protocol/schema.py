@@ -51,6 +51,7 @@ _UNION_NAMES: dict[Any, str] = {events.ConversationEvent: "ConversationEvent", e
 # Range and format checks of attrs validators, until the fields carry them as metadata["schema"]
 _VALIDATOR_SCHEMAS: dict[Any, dict[str, Any]] = {
     api._check_limit: {"minimum": 1, "maximum": api.MAX_LIMIT, "default": api.DEFAULT_LIMIT},
+    api._check_query_limit: {"minimum": 1, "maximum": api.MAX_QUERY_LIMIT, "default": api.DEFAULT_QUERY_LIMIT},
     api._check_environment: {"items": {"pattern": "^[^=]+="}},
 }
 

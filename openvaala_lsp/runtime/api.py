@@ -39,11 +39,18 @@ from openvaala_lsp.runtime.errors import FieldError
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
+DEFAULT_QUERY_LIMIT = 10_000
+MAX_QUERY_LIMIT = 100_000
 
 
 def _check_limit(instance: Any, attribute: attrs.Attribute[int | None], value: int | None) -> None:
     if value is not None and not 1 <= value <= MAX_LIMIT:
         raise FieldError(attribute.name, f"must be between 1 and {MAX_LIMIT}")
+
+
+def _check_query_limit(instance: Any, attribute: attrs.Attribute[int | None], value: int | None) -> None:
+    if value is not None and not 1 <= value <= MAX_QUERY_LIMIT:
+        raise FieldError(attribute.name, f"must be between 1 and {MAX_QUERY_LIMIT}")
 
 
 def _check_environment(instance: Any, attribute: attrs.Attribute[list[str] | None], value: list[str] | None) -> None:
@@ -524,3 +531,31 @@ class TerminalWorkspace:
 @attrs.define(kw_only=True)
 class IsIdleResult:
     idle: bool
+
+
+# SQL on the history
+
+
+@attrs.define(kw_only=True)
+class QueryParams:
+    """One read-only statement (SELECT, WITH, FROM, VALUES, DESCRIBE, SHOW, SUMMARIZE, EXPLAIN) on the
+    history database; `parameters` fill its `?` / `$1` placeholders in order."""
+
+    sql: str
+    parameters: list[Any] | None = None
+    limit: int | None = attrs.field(default=None, validator=_check_query_limit)
+
+
+@attrs.define(kw_only=True)
+class QueryColumn:
+    name: str
+    type: str  # DuckDB's name of the type: "BIGINT", "TIMESTAMP WITH TIME ZONE", "VARCHAR[]", ...
+
+
+@attrs.define(kw_only=True)
+class QueryResult:
+    """`rows` hold JSON values in column order; `truncated`: more rows existed than were returned."""
+
+    columns: list[QueryColumn]
+    rows: list[list[Any]] = attrs.field(metadata={"json": True})  # JSON values already: sent as they are
+    truncated: bool

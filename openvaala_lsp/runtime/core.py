@@ -67,6 +67,7 @@ from openvaala_lsp.runtime.workspace import (
     real_folders,
     resolve_directory,
 )
+from openvaala_lsp.storage.errors import QueryError, StorageClosedError
 from openvaala_lsp.storage.interfaces import InvalidCursor, Storage
 from openvaala_lsp.tools.registry import local_tools
 
@@ -416,6 +417,23 @@ class Runtime:
     async def is_idle(self, client: Client, request: api.NoParams) -> api.IsIdleResult:
         self._check_running()
         return api.IsIdleResult(idle=not any(opened.busy for opened in self._open.values()))
+
+    async def query(self, client: Client, request: api.QueryParams) -> api.QueryResult:
+        """SQL on the history; cancelling the call interrupts the query."""
+        self._check_running()
+        try:
+            result = await self.storage.query(
+                request.sql, request.parameters or [], request.limit or api.DEFAULT_QUERY_LIMIT
+            )
+        except QueryError as exc:
+            raise InvalidParams(f"{exc.message} @ $.{exc.field}") from None
+        except StorageClosedError:
+            raise RuntimeStopped() from None
+        return api.QueryResult(
+            columns=[api.QueryColumn(name=c.name, type=c.type) for c in result.columns],
+            rows=result.rows,
+            truncated=result.truncated,
+        )
 
     # Input and turns
 

@@ -2,7 +2,9 @@
 
 Threads: the event loop only queues writes (see `writer.py`) and awaits futures; one writer thread
 commits them in batches; one reader thread runs the queries on its own cursor. DuckDB 2.0 refuses
-overlapping calls on one connection, so each thread has its own `cursor()`.
+overlapping calls on one connection, so each thread has its own `cursor()`. The SQL of
+`openvaala/query` (`sql.py`) runs on two more threads, each query on a cursor of its own, so a long
+query holds up neither the writer nor the reader.
 """
 
 from __future__ import annotations
@@ -10,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import os
-import re
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -52,8 +53,16 @@ from openvaala_lsp.storage.codec import (
     session_row,
     turn_row,
 )
-from openvaala_lsp.storage.errors import InvalidCursor, StorageClosedError, StorageError, StorageLockedError
+from openvaala_lsp.storage.errors import (
+    InvalidCursor,
+    QueryCancelled,
+    StorageClosedError,
+    StorageError,
+    StorageLockedError,
+)
+from openvaala_lsp.storage.interfaces import SqlResult
 from openvaala_lsp.storage.migrations import migrate
+from openvaala_lsp.storage.sql import QueryJob, stop
 from openvaala_lsp.storage.writer import Append, Delete, Op, Put, Run, Update, Writer
 
 __all__ = ["DuckDBStorage", "InvalidCursor", "StorageClosedError", "StorageError", "StorageLockedError"]
@@ -66,10 +75,10 @@ CONFIG: dict[str, Any] = {
     "async_threads": 0,
     "autoinstall_known_extensions": False,
     "autoload_known_extensions": False,
+    # the runtime never reads or writes other files through DuckDB; off, user SQL cannot either (sql.py)
+    "enable_external_access": False,
 }
-
-# DuckDB: 'Could not set lock on file "/p/x.duckdb": Conflicting lock is held in /usr/bin/python3 (PID 1234).'
-_LOCK_HOLDER = re.compile(r"held in (?P<holder>.+?) \(PID (?P<pid>\d+)\)")
+QUERY_THREADS = 2  # a quick query need not wait behind a slow one
 
 # Files this process has open: DuckDB would hand a second open of the same file the same database
 # instance, and two writers assigning ordinals for one file would repeat them.
@@ -82,10 +91,7 @@ def _connect(path: str) -> tuple[duckdb.DuckDBPyConnection, duckdb.DuckDBPyConne
     except duckdb.IOException as exc:
         if "lock" not in str(exc).lower():
             raise
-        match = _LOCK_HOLDER.search(str(exc))
-        if match is None:
-            raise StorageLockedError(path) from None
-        raise StorageLockedError(path, int(match["pid"]), match["holder"]) from None
+        raise StorageLockedError.from_message(path, str(exc)) from None
     try:
         con.execute("SET GLOBAL TimeZone = 'UTC'")  # views and casts of TIMESTAMPTZ work in UTC
         migrate(con, path)
@@ -113,6 +119,8 @@ class DuckDBStorage:
         self._writer = Writer(writer_cursor, flush_interval)
         self._reader_cursor = reader_cursor
         self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="openvaala-storage-reader")
+        self._query_pool = ThreadPoolExecutor(max_workers=QUERY_THREADS, thread_name_prefix="openvaala-storage-query")
+        self._queries: dict[QueryJob, Future[SqlResult]] = {}
         self._ordinals: dict[ConversationId, Ordinal] = {}  # last ordinal given, per conversation loaded
         self._ordinal_loads: dict[ConversationId, asyncio.Future[Ordinal]] = {}
         self._closed = False
@@ -177,6 +185,8 @@ class DuckDBStorage:
         try:
             await _wait(self._writer.barrier())
         finally:
+            # running queries stop first: their transactions would make the final CHECKPOINT fail too
+            await self._stop_queries()
             # the reader goes first: its cursor's transactions would make the final CHECKPOINT fail
             await asyncio.to_thread(self._reader.shutdown, True)
             await asyncio.to_thread(self._reader_cursor.close)
@@ -185,6 +195,36 @@ class DuckDBStorage:
             finally:
                 await asyncio.to_thread(self._con.close)
                 _open_paths.discard(self._path_key)
+
+    # SQL
+
+    async def query(self, sql: str, parameters: list[Any], limit: int) -> SqlResult:
+        self._check_open()
+        job = QueryJob(self._con.cursor(), sql, parameters, limit)  # `con` is otherwise idle after open
+        try:
+            done = self._query_pool.submit(job.run)
+        except RuntimeError:  # the pool was shut down by close()
+            job.close()
+            raise StorageClosedError() from None
+        self._queries[job] = done
+        try:
+            return await asyncio.wrap_future(done)
+        except asyncio.CancelledError:
+            await stop(job, done)
+            task = asyncio.current_task()
+            if self._closed and task is not None and not task.cancelling():
+                raise StorageClosedError() from None  # close() cancelled it before it started
+            raise
+        except QueryCancelled:
+            raise StorageClosedError() from None  # only close() cancels a job whose caller still waits
+        finally:
+            del self._queries[job]
+            if done.cancelled():
+                job.close()  # it never started; `run` closes its own cursor
+
+    async def _stop_queries(self) -> None:
+        self._query_pool.shutdown(wait=False, cancel_futures=True)
+        await asyncio.gather(*(stop(job, done) for job, done in list(self._queries.items())))
 
     # Ordinals: assigned here, in the loop thread, in the order the appends are queued
 

@@ -15,7 +15,9 @@ Ordering and durability contract, shared by every implementation:
 from __future__ import annotations
 
 import datetime as dt
-from typing import Protocol
+from typing import Any, Protocol
+
+import attrs
 
 from openvaala_lsp.model import (
     Conversation,
@@ -143,8 +145,31 @@ class LogStorage(Protocol):
         """In call order."""
 
 
-class Storage(RecordStorage, LogStorage, Protocol):
-    """One store serving both interfaces (one DuckDB file, one writer)."""
+@attrs.frozen
+class SqlColumn:
+    name: str
+    type: str  # DuckDB's name of the type, e.g. "BIGINT", "TIMESTAMP WITH TIME ZONE", "VARCHAR[]"
+
+
+@attrs.frozen
+class SqlResult:
+    """Rows of JSON values (see `sql_values`); `truncated`: more rows existed than are here."""
+
+    columns: list[SqlColumn]
+    rows: list[list[Any]]
+    truncated: bool
+
+
+class SqlStorage(Protocol):
+    async def query(self, sql: str, parameters: list[Any], limit: int) -> SqlResult:
+        """Runs one read-only statement on its own cursor and thread: it sees what was committed when
+        it started, never waits for the writer and never holds it up. At most `limit` rows. Raises
+        `QueryError` for a statement that is not read-only or fails, `StorageClosedError` if the store
+        closes meanwhile. Cancelling the caller interrupts the query."""
+
+
+class Storage(RecordStorage, LogStorage, SqlStorage, Protocol):
+    """One store serving the three interfaces (one DuckDB file, one writer)."""
 
     async def flush(self) -> None:
         """Commits everything queued so far."""
