@@ -85,6 +85,7 @@ DEMO_AGENT = {
     "instructions": "You are a helpful assistant. Answer in a few sentences.",
     "tools": [],
 }
+DEMO_PROMPT = "In two sentences: why keep an agent's history in SQL?"
 
 
 async def demo(directory: Path, prompt: str) -> int:
@@ -193,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     setup_commands.add_doctor_arguments(doctor_parser)
     demo_parser = commands.add_parser("demo", help=COMMANDS["demo"])
     demo_parser.add_argument("--directory", type=Path, default=Path.cwd(), help="the workspace folder (default: cwd)")
-    demo_parser.add_argument("prompt", nargs="?", default="In two sentences: why keep an agent's history in SQL?")
+    demo_parser.add_argument("prompt", nargs="?", default=DEMO_PROMPT)
     sql_parser = commands.add_parser("sql", help=COMMANDS["sql"])
     sql_parser.add_argument("query")
     trust_parser = commands.add_parser("trust", help=COMMANDS["trust"])
