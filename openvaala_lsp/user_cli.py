@@ -33,6 +33,7 @@ DEMO_AGENT = {
     "instructions": "You are a helpful assistant. Answer in a few sentences.",
     "tools": [],
 }
+DEMO_PROMPT = "In two sentences: why keep an agent's history in SQL?"
 
 
 USAGE_SQL = (
@@ -124,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     setup_commands.add_doctor_arguments(doctor_parser)
     demo_parser = commands.add_parser("demo", help=COMMANDS["demo"])
     demo_parser.add_argument("--directory", type=Path, default=Path.cwd(), help="the workspace folder (default: cwd)")
-    demo_parser.add_argument("prompt", nargs="?", default="In two sentences: why keep an agent's history in SQL?")
+    demo_parser.add_argument("prompt", nargs="?", default=DEMO_PROMPT)
     sql_parser = commands.add_parser("sql", help=COMMANDS["sql"])
     sql_parser.add_argument("query", help="one read-only statement: SELECT, WITH, FROM, DESCRIBE, SHOW, ...")
     sql_parser.add_argument("--limit", type=_query_limit, help=f"rows to show (default {api.DEFAULT_QUERY_LIMIT})")

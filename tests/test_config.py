@@ -189,7 +189,8 @@ GOOD_MODEL = '[[models]]\nref = "a/b"\napi = "ollama"\ncontextWindow = 1\n\n'
             '[[models]]\nref = "a/b"\napi = "openai"\n',
             3,
             "$.models[0].api",
-            "expected one of 'openai-chat', 'openai-responses', 'anthropic', 'ollama', got 'openai'",
+            "expected one of 'openai-chat', 'openai-responses', 'openai-completions', 'anthropic', 'ollama', "
+            "got 'openai'",
             id="unknown-enum-value",
         ),
         pytest.param(

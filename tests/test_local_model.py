@@ -1,11 +1,14 @@
-"""Smoke test with the embedded model: llama.cpp's server with Gemma 3 270M, started by the runtime."""
+"""Smoke test with the embedded model: llama.cpp's server with Gemma 3 270M, started by the runtime and
+asked the demo's question, whose answer must be an answer: not the prompt echoed, not a loop."""
 
 from __future__ import annotations
 
 import asyncio
 import importlib.util
 import os
+import re
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -13,22 +16,58 @@ from lsp_client import LspClient
 
 from openvaala_lsp.definitions import embedded_model
 from openvaala_lsp.protocol.converter import unstructure
+from openvaala_lsp.user_cli import DEMO_AGENT, DEMO_PROMPT
 
-if importlib.util.find_spec("llama_cpp") is None and not os.environ.get("OPENVAALA_REQUIRE_LOCAL_MODEL"):
-    pytest.skip("the local-model extra is not installed", allow_module_level=True)
+NGRAM = 4  # words; a sentence of an answer may repeat a phrase of the question, or once of itself
+MAX_REPEATS = 2
+
+needs_model = pytest.mark.skipif(
+    importlib.util.find_spec("llama_cpp") is None and not os.environ.get("OPENVAALA_REQUIRE_LOCAL_MODEL"),
+    reason="the local-model extra is not installed",
+)
 
 
+def normalised(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+def echoes(prompt: str, answer: str) -> bool:
+    return normalised(prompt) in normalised(answer)
+
+
+def repetition(text: str) -> str | None:
+    """The line or word n-gram repeated more than MAX_REPEATS times, if any: a model stuck in a loop."""
+    lines = Counter(normalised(line) for line in text.splitlines() if normalised(line))
+    words = normalised(text).split()
+    ngrams = Counter(" ".join(words[i : i + NGRAM]) for i in range(len(words) - NGRAM + 1))
+    for counts in (lines, ngrams):
+        repeated = [item for item, count in counts.items() if count > MAX_REPEATS]
+        if repeated:
+            return repeated[0]
+    return None
+
+
+def test_the_checks_catch_an_echo_and_a_loop() -> None:
+    """What the model answered when it was prompted as a chat model."""
+    echoed = f"{DEMO_PROMPT} mendatang\n" * 5
+    assert echoes(DEMO_PROMPT, echoed) and repetition(echoed) == normalised(f"{DEMO_PROMPT} mendatang")
+    looping = "It is a table. " + "The history is kept in the table and " * 3
+    assert not echoes(DEMO_PROMPT, looping) and repetition(looping) == "the history is kept"
+    answer = "A history is a record of an agent's actions. It can be used to track the agent over time."
+    assert not echoes(DEMO_PROMPT, answer) and repetition(answer) is None
+
+
+@needs_model
 async def test_streamed_turn_with_the_embedded_model(home: Path, workspace: Path) -> None:
     lsp = await LspClient.spawn(home, cwd=workspace)
     await lsp.initialize([workspace])
     try:
-        agent = {"name": "assistant", "instructions": "Answer briefly.", "tools": []}
-        await lsp.call("setDefinitions", {"models": [unstructure(embedded_model())], "agents": [agent]})
-        conversation = await lsp.call("createConversation", {"agentName": "assistant"})
+        await lsp.call("setDefinitions", {"models": [unstructure(embedded_model())], "agents": [DEMO_AGENT]})
+        conversation = await lsp.call("createConversation", {"agentName": DEMO_AGENT["name"]})
         cid = conversation["id"]
         session = (await lsp.call("listSessions", {"conversationId": cid}))["items"][0]["id"]
         sub = (await lsp.call("subscribeSession", {"conversationId": cid, "sessionId": session}))["subscriptionId"]
-        await lsp.call("submitInput", {"conversationId": cid, "content": [{"type": "text", "text": "Say hello."}]})
+        await lsp.call("submitInput", {"conversationId": cid, "content": [{"type": "text", "text": DEMO_PROMPT}]})
         done = await lsp.wait_for(
             lambda m: (
                 m["method"] == "openvaala/sessionEvent"
@@ -44,6 +83,10 @@ async def test_streamed_turn_with_the_embedded_model(home: Path, workspace: Path
         items = (await lsp.call("listItems", {"conversationId": cid}))["items"]
         answer = items[-1]["item"]
         assert answer["type"] == "assistantMessage" and answer["content"][0]["text"] == "".join(deltas)
+        text = answer["content"][0]["text"]
+        assert normalised(text), "empty answer"
+        assert not echoes(DEMO_PROMPT, text), f"the prompt echoed: {text!r}"
+        assert repetition(text) is None, f"a repetition loop ({repetition(text)!r}): {text!r}"
         # llama.cpp reports no usage while streaming: the runtime estimates it and says so
         assert turn["usage"]["outputTokens"] > 0 and turn["usage"]["inputTokens"] > 0
         context = await lsp.call("getSessionContextUsage", {"conversationId": cid, "sessionId": session})

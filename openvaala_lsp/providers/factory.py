@@ -14,6 +14,7 @@ from openvaala_lsp.providers.errors import AUTHENTICATION, BAD_REQUEST
 from openvaala_lsp.providers.http import EnvApiKey, ProviderTimeouts, StreamingHttp
 from openvaala_lsp.providers.ollama import OllamaProvider
 from openvaala_lsp.providers.openai_chat import OpenAIChatProvider
+from openvaala_lsp.providers.openai_completions import OpenAICompletionsProvider
 from openvaala_lsp.providers.openai_responses import OpenAIResponsesProvider
 from openvaala_lsp.providers.retry import RetryPolicy
 
@@ -23,6 +24,7 @@ OLLAMA_BASE_URL = "http://127.0.0.1:11434"
 DEFAULT_BASE_URLS = {
     "openai-chat": OPENAI_BASE_URL,
     "openai-responses": OPENAI_BASE_URL,
+    "openai-completions": OPENAI_BASE_URL,
     "anthropic": ANTHROPIC_BASE_URL,
     "ollama": OLLAMA_BASE_URL,
 }
@@ -66,6 +68,8 @@ def make_provider(
         return OpenAIChatProvider(http(_SSE_ACCEPT), max_tokens_field=field)
     if api == "openai-responses":
         return OpenAIResponsesProvider(http(_SSE_ACCEPT))
+    if api == "openai-completions":
+        return OpenAICompletionsProvider(http(_SSE_ACCEPT))
     if api == "anthropic":
         return AnthropicProvider(
             http({**_SSE_ACCEPT, "anthropic-version": API_VERSION}),

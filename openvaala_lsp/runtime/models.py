@@ -12,6 +12,7 @@ import socket
 import sys
 from collections.abc import Mapping
 
+import attrs
 import httpx
 
 from openvaala_lsp import paths
@@ -97,9 +98,10 @@ class LocalModelServer:
         # second conversation's request does not abort a stream in flight
         args = [
             "-m", "llama_cpp.server", "--model", str(model_path), "--host", "127.0.0.1", "--port", str(port),
-            "--chat_format", self.spec.chat_format, "--n_ctx", str(self.spec.context_size),
-            "--model_alias", self.alias, "--interrupt_requests", "False",
+            "--n_ctx", str(self.spec.context_size), "--model_alias", self.alias, "--interrupt_requests", "False",
         ]  # fmt: skip
+        if self.spec.chat_format:
+            args += ["--chat_format", self.spec.chat_format]
         self._process = await asyncio.create_subprocess_exec(
             sys.executable, *args, stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
         )
@@ -141,14 +143,8 @@ class Providers:
             server = self._local.setdefault(
                 (ref.provider, ref.name), LocalModelServer(definition.local_server, ref.name)
             )
-            base_url = await server.ensure()
-            definition = ModelDefinition(
-                ref=definition.ref,
-                api="openai-chat",
-                base_url=base_url,
-                context_window=definition.context_window,
-                max_output_tokens=definition.max_output_tokens,
-            )
+            # a model definition like any other from here on: its own dialect, at the server's URL
+            definition = attrs.evolve(definition, base_url=await server.ensure(), local_server=None)
         key = environment.get(definition.api_key_env, "") if definition.api_key_env else ""
         cache_key = (definition.ref.provider, definition.ref.name, definition.api, definition.base_url, key)
         provider = self._providers.get(cache_key)

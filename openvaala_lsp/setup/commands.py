@@ -20,7 +20,8 @@ SETUP_EPILOG = """\
 defaults: openai gpt-5-mini (openai-responses, OPENAI_API_KEY, 400000 tokens);
 anthropic claude-sonnet-4-5 (ANTHROPIC_API_KEY, 200000); ollama llama3.2 at http://127.0.0.1:11434
 (no key, 4096); openai-compatible needs --base-url and --model (openai-chat, no key, 32768);
-local is the embedded Gemma 3 270M (needs the local-model extra).
+local is the embedded Gemma 3 270M base model: tiny and offline, for trying openvaala, not for real work
+(needs the local-model extra).
 API keys are never written: --api-key-env names the variable that holds the key."""
 
 

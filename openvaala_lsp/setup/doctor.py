@@ -9,19 +9,21 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import textwrap
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import attrs
 
 from openvaala_lsp import __version__, paths
-from openvaala_lsp.definitions import ModelDefinition
+from openvaala_lsp.definitions import EMBEDDED_MODEL_NOTE, LocalServer, ModelDefinition
 from openvaala_lsp.providers.factory import DEFAULT_BASE_URLS
 from openvaala_lsp.runtime.errors import NoModelConfigured
 from openvaala_lsp.setup.check import CheckResult, check_model, local_model_missing
 from openvaala_lsp.setup.configfile import ConfigFile, project_config_path, read_config, user_config_path
 
 NO_MODEL = NoModelConfigured.default_message  # the runtime's words, so users meet one message
+EMBEDDED_PACKAGE = LocalServer().package
 _LOCK_HOLDER = re.compile(r"held in (?P<holder>.+?) \(PID (?P<pid>\d+)\)")
 
 
@@ -58,6 +60,8 @@ def status(say: Callable[[str], None], environ: Mapping[str, str], configured: l
     say("models (the first is the default):")
     for label, model in models:
         say(f"  {_name(model)}  [{label}] {_where(model)}")
+        if model.local_server is not None and model.local_server.package == EMBEDDED_PACKAGE:
+            say(textwrap.fill(EMBEDDED_MODEL_NOTE, width=100, initial_indent="    ", subsequent_indent="    "))
         problem = _readiness(model, environ)
         say(f"    {problem or _ready_text(model)}")
         healthy = healthy and problem is None
@@ -118,6 +122,12 @@ def _where(model: ModelDefinition) -> str:
 def _readiness(model: ModelDefinition, environ: Mapping[str, str]) -> str | None:
     """What stops the model before any request, or None."""
     if model.local_server is not None:
+        if model.local_server.package == EMBEDDED_PACKAGE and model.api == "openai-chat":
+            # what `openvaala setup` wrote before the embedded model was prompted as a base model
+            return (
+                "sends chat requests, which this base model answers by echoing them; "
+                "update the entry with `openvaala setup --provider local`"
+            )
         return local_model_missing(model.local_server)
     if model.api_key_env and not environ.get(model.api_key_env, "").strip():
         return f"key: {model.api_key_env} is NOT set; export {model.api_key_env}=<your key>"

@@ -87,9 +87,9 @@ PRESETS: tuple[Preset, ...] = (
     Preset(
         key="local",
         short="local",
-        label="The embedded local model (Gemma 3 270M on llama.cpp; no account, small and weak)",
+        label="The embedded local model (Gemma 3 270M base, offline, no account: for trying openvaala, not real work)",
         ref_provider="local",
-        api="openai-chat",
+        api=embedded_model().api,
         model="gemma3-270m",
         base_url=None,
         asks_base_url=False,

@@ -12,7 +12,7 @@ from pathlib import Path
 import attrs
 
 from openvaala_lsp.config.tomlwrite import dumps
-from openvaala_lsp.definitions import ModelDefinition, embedded_model
+from openvaala_lsp.definitions import EMBEDDED_MODEL_NOTE, ModelDefinition, embedded_model
 from openvaala_lsp.providers.factory import DEFAULT_BASE_URLS
 from openvaala_lsp.setup import configfile
 from openvaala_lsp.setup.check import check_model, local_model_missing
@@ -130,6 +130,7 @@ class Walkthrough:
         definition = embedded_model()
         assert definition.local_server is not None
         self.say(f"{definition.display_name}: runs on this machine, no account or key needed.")
+        self.say(EMBEDDED_MODEL_NOTE)
         missing = local_model_missing(definition.local_server)
         if missing:
             self.say(f"But {missing}")
