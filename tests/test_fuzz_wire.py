@@ -475,6 +475,7 @@ def wire(request: pytest.FixtureRequest, home: Path, workspace: Path) -> Iterato
 
 
 @pytest.mark.fuzz
+@pytest.mark.timeout(120 + EXAMPLES // 5)  # a few milliseconds an example; every wait has its own bound
 def test_hostile_input_never_takes_the_process_down(wire: tuple[str, WireClient, set[str]]) -> None:
     mode, client, advertised = wire
     EXAMPLE_COUNTS[mode] = 0
