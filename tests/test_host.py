@@ -366,6 +366,7 @@ async def test_front_imports_only_the_standard_library(homes: list[Path], ws: Pa
         "openvaala_lsp.front.rundir",
         "openvaala_lsp.front.session",
         "openvaala_lsp.front.wire",
+        "openvaala_lsp.framing",  # stdlib only, shared with the server
     }
 
 

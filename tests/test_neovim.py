@@ -30,6 +30,6 @@ def test_neovim_drives_openvaala(home: Path, workspace: Path) -> None:
         check=False,
     )
     output = done.stdout + done.stderr
-    assert "protocol 0.2, " in output, output
+    assert "protocol 0.3, " in output, output
     assert f"in {workspace.resolve()}" in output, output
     assert "event titleChanged: from Neovim" in output, output
