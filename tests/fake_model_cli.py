@@ -24,9 +24,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from fake_provider import ChatStream, FakeProviderServer, ScriptedResponse  # noqa: E402
+from fake_provider import ChatStream, FakeProviderServer, ScriptedResponse
 
 API = "openai-chat"
+
+
+def say(message: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
 
 
 def response(steps: list[list[Any]]) -> ScriptedResponse:
@@ -57,7 +62,7 @@ def response(steps: list[list[Any]]) -> ScriptedResponse:
 
 def main() -> int:
     with FakeProviderServer.start_in_thread() as server:
-        print(json.dumps({"url": server.url, "baseUrl": server.base_url(API)}), flush=True)
+        say({"url": server.url, "baseUrl": server.base_url(API)})
         for line in sys.stdin:
             if not line.strip():
                 continue
@@ -75,7 +80,7 @@ def main() -> int:
                     answer = {"error": f"unknown command: {line.strip()[:200]}"}
             except Exception as exc:  # a bad command is the test's bug: say so, keep serving
                 answer = {"error": f"{type(exc).__name__}: {exc}"}
-            print(json.dumps(answer), flush=True)
+            say(answer)
     return 0
 
 
