@@ -23,8 +23,8 @@ from openvaala_lsp.front.connect import FrontError, HostLink, reach_or_hold
 from openvaala_lsp.front.rundir import UnsafeRunDir, ensure_private, run_dir
 from openvaala_lsp.front.wire import front_hello
 from openvaala_lsp.lsp_peer import LspPeer, PeerError
+from openvaala_lsp.protocol import api
 from openvaala_lsp.protocol.converter import ParamsError, structure
-from openvaala_lsp.runtime import api
 
 MAX_CELL = 40
 CLIENT_NAME = "openvaala sql"

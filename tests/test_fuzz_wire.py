@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from wire_client import WireClient
 
-from openvaala_lsp.protocol.errors import CODES
+from openvaala_lsp.protocol.codes import CODES
 
 EXAMPLES = int(os.environ.get("OPENVAALA_FUZZ_EXAMPLES") or 2000)
 LIMIT = 256 * 1024  # the message limit of the fuzzed process, so over-limit messages stay cheap

@@ -13,9 +13,8 @@ import pytest
 from jsonschema import Draft202012Validator, FormatChecker
 
 from openvaala_lsp import model
-from openvaala_lsp.protocol import converter, methods, schema
-from openvaala_lsp.protocol.errors import CODES
-from openvaala_lsp.runtime import api, events
+from openvaala_lsp.protocol import api, converter, events, methods, schema
+from openvaala_lsp.protocol.codes import CODES
 
 REPO = Path(__file__).resolve().parents[1]
 PROTOCOL_MD = REPO.parent / "shared" / "spec" / "PROTOCOL.md"

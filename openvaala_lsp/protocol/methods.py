@@ -21,8 +21,8 @@ from openvaala_lsp.model import (
     Session,
     Turn,
 )
-from openvaala_lsp.runtime import api
-from openvaala_lsp.runtime.events import ConversationEvent, SessionEvent
+from openvaala_lsp.protocol import api
+from openvaala_lsp.protocol.events import ConversationEvent, SessionEvent
 
 PREFIX = "openvaala/"
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from openvaala_lsp.definitions import AgentDefinition, Definitions, ModelDefinition
-from openvaala_lsp.runtime import api
-from openvaala_lsp.runtime.errors import NotFound
+from openvaala_lsp.protocol import api
+from openvaala_lsp.protocol.errors import NotFound
 
 DEFAULT_AGENT = "default"
 LOCAL_EXECUTOR = "local"

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 
 from openvaala_lsp.definitions import Definitions, ModelDefinition
 from openvaala_lsp.mcp import MCPManager
+from openvaala_lsp.mcp.model import ClientMCPServer
 from openvaala_lsp.model import Conversation, Item, ModelCall, Order, Session, WorkspaceFolder
+from openvaala_lsp.protocol import api
 from openvaala_lsp.providers.base import Provider
-from openvaala_lsp.runtime import api
-from openvaala_lsp.runtime.api import ClientMCPServer
 from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.client_tools import ClientToolAdapter
 from openvaala_lsp.runtime.sessions import SessionRunner

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from openvaala_lsp.definitions import Definitions, ModelDefinition
 from openvaala_lsp.hooks import validate_hooks
+from openvaala_lsp.mcp.model import MCPServerInfo
 from openvaala_lsp.model import (
     Address,
     AddressKind,
@@ -41,12 +42,8 @@ from openvaala_lsp.model import (
     new_id,
     utcnow,
 )
-from openvaala_lsp.runtime import api, catalog, context, events, subscriptions
-from openvaala_lsp.runtime.catalog import LOCAL_EXECUTOR
-from openvaala_lsp.runtime.client import Client
-from openvaala_lsp.runtime.conversation import OpenConversation, session_items
-from openvaala_lsp.runtime.definitions_source import DefinitionsSource
-from openvaala_lsp.runtime.errors import (
+from openvaala_lsp.protocol import api, events
+from openvaala_lsp.protocol.errors import (
     ConversationNotFound,
     ConversationNotOpen,
     ConversationReconfigured,
@@ -57,6 +54,11 @@ from openvaala_lsp.runtime.errors import (
     RuntimeStopped,
     SessionNotFound,
 )
+from openvaala_lsp.runtime import catalog, context, subscriptions
+from openvaala_lsp.runtime.catalog import LOCAL_EXECUTOR
+from openvaala_lsp.runtime.client import Client
+from openvaala_lsp.runtime.conversation import OpenConversation, session_items
+from openvaala_lsp.runtime.definitions_source import DefinitionsSource
 from openvaala_lsp.runtime.models import Providers, effective_selection, resolve_model
 from openvaala_lsp.runtime.skills import agent_skills
 from openvaala_lsp.runtime.subscriptions import Subscription
@@ -616,12 +618,12 @@ class Runtime:
             agent = next((a for a in definitions.agents if a.name == conversation.agent_name), None)
             wanted = None if agent is None or agent.mcp_servers is None else set(agent.mcp_servers)
             configured = [
-                api.MCPServerInfo(name=s.name, transport=s.transport, status="starting")
+                MCPServerInfo(name=s.name, transport=s.transport, status="starting")
                 for s in definitions.mcp_servers
                 if wanted is None or s.name in wanted
             ]
         servers = configured + [
-            api.MCPServerInfo(
+            MCPServerInfo(
                 name=server.name,
                 transport="client",
                 status="ready",

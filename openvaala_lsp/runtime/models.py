@@ -18,8 +18,8 @@ import httpx
 from openvaala_lsp import paths
 from openvaala_lsp.definitions import Definitions, LocalServer, ModelDefinition
 from openvaala_lsp.model import ModelRef, ModelSelection
+from openvaala_lsp.protocol.errors import NoModelConfigured
 from openvaala_lsp.providers.base import Provider, ProviderError
-from openvaala_lsp.runtime.errors import NoModelConfigured
 
 logger = logging.getLogger(__name__)
 

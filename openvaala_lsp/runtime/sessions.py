@@ -43,11 +43,12 @@ from openvaala_lsp.model import (
     new_id,
     utcnow,
 )
+from openvaala_lsp.protocol import events
+from openvaala_lsp.protocol.api import PendingInputInfo, StreamingItem
+from openvaala_lsp.protocol.errors import InvalidState, NotFound
 from openvaala_lsp.providers import base as provider_events
 from openvaala_lsp.providers.base import ProviderError
-from openvaala_lsp.runtime import context, events
-from openvaala_lsp.runtime.api import PendingInputInfo, StreamingItem
-from openvaala_lsp.runtime.errors import InvalidState, NotFound
+from openvaala_lsp.runtime import context
 from openvaala_lsp.runtime.models import resolve_model
 from openvaala_lsp.runtime.skills import agent_skills, skills_prompt
 from openvaala_lsp.runtime.subscriptions import Subscription

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from openvaala_lsp.model import ErrorInfo
-from openvaala_lsp.runtime.errors import SubscriberTooSlow
+from openvaala_lsp.protocol.errors import SubscriberTooSlow
 
 DEFAULT_CAPACITY = 10_000
 

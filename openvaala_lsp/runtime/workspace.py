@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from openvaala_lsp.model import WorkspaceFolder
-from openvaala_lsp.runtime.errors import WorkspaceDenied
+from openvaala_lsp.protocol.errors import WorkspaceDenied
 
 
 def _inside(path: str, root: str) -> bool:

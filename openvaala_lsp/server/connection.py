@@ -21,13 +21,14 @@ from pygls.uris import to_fs_path
 from openvaala_lsp import __version__, framing
 from openvaala_lsp.framing import FrameReader, Refused, frame
 from openvaala_lsp.model import ErrorInfo, WorkspaceFolder, new_id
+from openvaala_lsp.protocol import events
+from openvaala_lsp.protocol.codes import CODES, INTERNAL_ERROR, INVALID_PARAMS, SERVER_NOT_INITIALIZED
 from openvaala_lsp.protocol.converter import ParamsError, describe_error, structure, unstructure
-from openvaala_lsp.protocol.errors import CODES, INTERNAL_ERROR, INVALID_PARAMS, SERVER_NOT_INITIALIZED
+from openvaala_lsp.protocol.errors import InvalidParams, RuntimeApiError, RuntimeStopped
 from openvaala_lsp.protocol.methods import PREFIX, REQUESTS, RequestSpec
-from openvaala_lsp.runtime import events, subscriptions
+from openvaala_lsp.runtime import subscriptions
 from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.core import Runtime
-from openvaala_lsp.runtime.errors import InvalidParams, RuntimeApiError, RuntimeStopped
 from openvaala_lsp.runtime.subscriptions import Subscription
 from openvaala_lsp.server import messages
 from openvaala_lsp.server.protocol import OpenvaalaProtocol, RpcError, runtime_stopped_error, shared_converter

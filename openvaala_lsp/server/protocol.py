@@ -31,9 +31,9 @@ from pygls.protocol.json_rpc import (
 
 from openvaala_lsp import __version__, framing
 from openvaala_lsp.protocol import PROTOCOL_VERSION
-from openvaala_lsp.protocol.errors import CODES, KINDS
+from openvaala_lsp.protocol.codes import CODES, KINDS
+from openvaala_lsp.protocol.errors import RuntimeStopped
 from openvaala_lsp.protocol.methods import NOTIFICATIONS
-from openvaala_lsp.runtime.errors import RuntimeStopped
 
 logger = logging.getLogger(__name__)
 

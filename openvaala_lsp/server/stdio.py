@@ -12,8 +12,8 @@ import sys
 from typing import Any, BinaryIO
 
 from openvaala_lsp import paths
+from openvaala_lsp.protocol.errors import RuntimeStopped
 from openvaala_lsp.runtime.core import Runtime
-from openvaala_lsp.runtime.errors import RuntimeStopped
 from openvaala_lsp.server.connection import Connection
 
 logger = logging.getLogger(__name__)

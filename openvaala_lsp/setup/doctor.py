@@ -17,8 +17,8 @@ import attrs
 
 from openvaala_lsp import __version__, paths
 from openvaala_lsp.definitions import EMBEDDED_MODEL_NOTE, LocalServer, ModelDefinition
+from openvaala_lsp.protocol.errors import NoModelConfigured
 from openvaala_lsp.providers.factory import DEFAULT_BASE_URLS
-from openvaala_lsp.runtime.errors import NoModelConfigured
 from openvaala_lsp.setup.check import CheckResult, check_model, local_model_missing
 from openvaala_lsp.setup.configfile import ConfigFile, project_config_path, read_config, user_config_path
 

@@ -12,6 +12,7 @@ from typing import Any
 import attrs
 
 from openvaala_lsp.definitions import ModelDefinition
+from openvaala_lsp.mcp.model import ClientMCPServer, MCPServerInfo
 from openvaala_lsp.model import (
     Address,
     Content,
@@ -35,7 +36,7 @@ from openvaala_lsp.model import (
     WorkspaceFolder,
     check_path,
 )
-from openvaala_lsp.runtime.errors import FieldError
+from openvaala_lsp.protocol.errors import FieldError
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
@@ -420,31 +421,8 @@ class GetHooksResult:
 
 
 @attrs.define(kw_only=True)
-class MCPServerInfo:
-    name: str
-    transport: str
-    status: str  # "starting" | "ready" | "failed"
-    error: str | None = None
-    tools: list[str] = attrs.Factory(list)
-    client_id: str | None = None
-
-
-@attrs.define(kw_only=True)
 class GetMcpServersResult:
     servers: list[MCPServerInfo]
-
-
-@attrs.define(kw_only=True)
-class ClientTool:
-    name: str
-    description: str = ""
-    input_schema: dict[str, Any] = attrs.Factory(lambda: {"type": "object", "properties": {}})
-
-
-@attrs.define(kw_only=True)
-class ClientMCPServer:
-    name: str
-    tools: list[ClientTool] = attrs.Factory(list)
 
 
 @attrs.define(kw_only=True)

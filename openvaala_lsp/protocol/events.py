@@ -19,7 +19,7 @@ from openvaala_lsp.model import (
     TokenUsage,
     Turn,
 )
-from openvaala_lsp.runtime.api import PendingInputInfo
+from openvaala_lsp.protocol.api import PendingInputInfo
 
 # Conversation subscription events
 
