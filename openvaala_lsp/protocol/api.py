@@ -66,7 +66,7 @@ def _check_environment(instance: Any, attribute: attrs.Attribute[list[str] | Non
 
 
 @attrs.define(kw_only=True)
-class CreateConversationRequest:
+class CreateConversationParams:
     agent_name: str = ""
     environment: list[str] | None = attrs.field(default=None, validator=_check_environment)
     ephemeral: bool = False
@@ -75,13 +75,23 @@ class CreateConversationRequest:
 
 
 @attrs.define(kw_only=True)
-class OpenConversationRequest:
+class OpenConversationParams:
     conversation_id: ConversationId
     environment: list[str] | None = attrs.field(default=None, validator=_check_environment)
 
 
 @attrs.define(kw_only=True)
-class GetConversationRequest:
+class GetConversationParams:
+    conversation_id: ConversationId
+
+
+@attrs.define(kw_only=True)
+class IsConversationOpenParams:
+    conversation_id: ConversationId
+
+
+@attrs.define(kw_only=True)
+class GetMcpServersParams:
     conversation_id: ConversationId
 
 
@@ -91,7 +101,7 @@ class IsConversationOpenResult:
 
 
 @attrs.define(kw_only=True)
-class ListConversationsRequest:
+class ListConversationsParams:
     cursor: str | None = None
     limit: int | None = attrs.field(default=None, validator=_check_limit)
     order: Order = Order.DESC
@@ -100,12 +110,12 @@ class ListConversationsRequest:
 
 
 @attrs.define(kw_only=True)
-class DeleteConversationRequest:
+class DeleteConversationParams:
     conversation_id: ConversationId
 
 
 @attrs.define(kw_only=True)
-class ForkConversationRequest:
+class ForkConversationParams:
     conversation_id: ConversationId
     before_turn_id: TurnId | None = None
     last_turn_id: TurnId | None = None
@@ -115,25 +125,25 @@ class ForkConversationRequest:
 
 
 @attrs.define(kw_only=True)
-class SetConversationArchivedRequest:
+class SetConversationArchivedParams:
     conversation_id: ConversationId
     archived: bool
 
 
 @attrs.define(kw_only=True)
-class SetConversationTitleRequest:
+class SetConversationTitleParams:
     conversation_id: ConversationId
     title: str
 
 
 @attrs.define(kw_only=True)
-class SetConversationExecutorSettingsRequest:
+class SetConversationExecutorSettingsParams:
     conversation_id: ConversationId
     executor_settings: ExecutorSettings
 
 
 @attrs.define(kw_only=True)
-class Empty:
+class EmptyResult:
     """The result of methods that return only an error in Go."""
 
 
@@ -141,7 +151,7 @@ class Empty:
 
 
 @attrs.define(kw_only=True)
-class SubmitInputRequest:
+class SubmitInputParams:
     conversation_id: ConversationId
     content: list[Content]
     input_id: str | None = None
@@ -155,14 +165,14 @@ class SubmitInputResult:
 
 
 @attrs.define(kw_only=True)
-class SteerInputRequest:
+class SteerInputParams:
     conversation_id: ConversationId
     item_id: ItemId
     turn_id: TurnId
 
 
 @attrs.define(kw_only=True)
-class WithdrawInputRequest:
+class WithdrawInputParams:
     conversation_id: ConversationId
     item_id: ItemId
 
@@ -173,17 +183,22 @@ class WithdrawInputResult:
 
 
 @attrs.define(kw_only=True)
-class InterruptTurnRequest:
+class InterruptTurnParams:
     conversation_id: ConversationId
 
 
 @attrs.define(kw_only=True)
-class TurnIdResult:
+class InterruptTurnResult:
     turn_id: TurnId
 
 
 @attrs.define(kw_only=True)
-class InterruptTurnWithInputRequest:
+class CompactContextResult:
+    turn_id: TurnId
+
+
+@attrs.define(kw_only=True)
+class InterruptTurnWithInputParams:
     conversation_id: ConversationId
     item_id: ItemId
     turn_id: TurnId
@@ -206,12 +221,12 @@ class AnswerApprovalParams:
 
 
 @attrs.define(kw_only=True)
-class CompactContextRequest:
+class CompactContextParams:
     conversation_id: ConversationId
 
 
 @attrs.define(kw_only=True)
-class GetTurnsRequest:
+class GetTurnsParams:
     conversation_id: ConversationId
     turn_ids: list[TurnId]
     session_id: SessionId | None = None
@@ -223,7 +238,7 @@ class GetTurnsResult:
 
 
 @attrs.define(kw_only=True)
-class ListTurnsRequest:
+class ListTurnsParams:
     conversation_id: ConversationId
     session_id: SessionId | None = None
     cursor: str | None = None
@@ -232,7 +247,7 @@ class ListTurnsRequest:
 
 
 @attrs.define(kw_only=True)
-class ListItemsRequest:
+class ListItemsParams:
     conversation_id: ConversationId
     session_id: SessionId | None = None
     cursor: Ordinal | None = None
@@ -244,21 +259,25 @@ class ListItemsRequest:
 
 
 @attrs.define(kw_only=True)
-class ListSessionsRequest:
+class ListSessionsParams:
     conversation_id: ConversationId
     cursor: str | None = None
     limit: int | None = attrs.field(default=None, validator=_check_limit)
 
 
 @attrs.define(kw_only=True)
-class GetSessionByIdRequest:
+class GetSessionByIdParams:
     session_id: SessionId
 
 
 @attrs.define(kw_only=True)
-class SessionRequest:
-    """`getSessionDetails` and `getSessionContextUsage` take the same fields."""
+class GetSessionDetailsParams:
+    conversation_id: ConversationId
+    session_id: SessionId
 
+
+@attrs.define(kw_only=True)
+class GetSessionContextUsageParams:
     conversation_id: ConversationId
     session_id: SessionId
 
@@ -306,7 +325,7 @@ class SessionContextUsage:
 
 
 @attrs.define(kw_only=True)
-class SetSessionModelRequest:
+class SetSessionModelParams:
     conversation_id: ConversationId
     session_id: SessionId
     model: ModelSelection
@@ -316,7 +335,7 @@ class SetSessionModelRequest:
 
 
 @attrs.define(kw_only=True)
-class SubscribeConversationRequest:
+class SubscribeConversationParams:
     conversation_id: ConversationId
 
 
@@ -328,7 +347,7 @@ class SubscribeConversationResult:
 
 
 @attrs.define(kw_only=True)
-class SubscribeSessionRequest:
+class SubscribeSessionParams:
     conversation_id: ConversationId
     session_id: SessionId
 
@@ -348,8 +367,28 @@ class SubscribeSessionResult:
 
 
 @attrs.define(kw_only=True)
-class NoParams:
-    """Params of methods that take none (`{}` or absent on the wire)."""
+class SubscribeRunningConversationsParams:
+    """`{}` (or absent)."""
+
+
+@attrs.define(kw_only=True)
+class ListAgentsParams:
+    """`{}` (or absent)."""
+
+
+@attrs.define(kw_only=True)
+class ListExecutorsParams:
+    """`{}` (or absent)."""
+
+
+@attrs.define(kw_only=True)
+class GetHooksParams:
+    """`{}` (or absent)."""
+
+
+@attrs.define(kw_only=True)
+class IsIdleParams:
+    """`{}` (or absent)."""
 
 
 @attrs.define(kw_only=True)
@@ -364,7 +403,7 @@ class SubscribeRunningConversationsResult:
 
 
 @attrs.define(kw_only=True)
-class UnsubscribeRequest:
+class UnsubscribeParams:
     subscription_id: str
 
 
@@ -384,7 +423,7 @@ class ListAgentsResult:
 
 
 @attrs.define(kw_only=True)
-class ListModelsRequest:
+class ListModelsParams:
     agent_name: str | None = None
 
 
@@ -426,14 +465,14 @@ class GetMcpServersResult:
 
 
 @attrs.define(kw_only=True)
-class SetClientMcpServersRequest:
+class SetClientMcpServersParams:
     conversation_id: ConversationId
     client_id: str
     servers: list[ClientMCPServer]
 
 
 @attrs.define(kw_only=True)
-class GetSkillsRequest:
+class GetSkillsParams:
     agent_name: str | None = None
     conversation_id: ConversationId | None = None
     executor_settings: ExecutorSettings | None = None
@@ -460,7 +499,7 @@ class SetDefinitionsResult:
 
 
 @attrs.define(kw_only=True)
-class GetWorkspaceDirectoriesRequest:
+class GetWorkspaceDirectoriesParams:
     base_directory: str | None = attrs.field(default=None, validator=check_path)
     directory: str | None = attrs.field(default=None, validator=check_path)
     executor_id: str | None = None
@@ -475,7 +514,7 @@ class WorkspaceDirectories:
 
 
 @attrs.define(kw_only=True)
-class ResolveWorkspaceDirectoryRequest:
+class ResolveWorkspaceDirectoryParams:
     directory: str = attrs.field(validator=check_path)
     base_directory: str | None = attrs.field(default=None, validator=check_path)
     executor_id: str | None = None
@@ -487,7 +526,7 @@ class ResolveWorkspaceDirectoryResult:
 
 
 @attrs.define(kw_only=True)
-class OpenTerminalWorkspaceRequest:
+class OpenTerminalWorkspaceParams:
     directory: str | None = attrs.field(default=None, validator=check_path)
     environment: list[str] | None = attrs.field(default=None, validator=_check_environment)
     executor_id: str | None = None

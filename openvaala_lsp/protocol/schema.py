@@ -294,7 +294,6 @@ def generate() -> dict[str, str]:
         entry: dict[str, Any] = {"method": spec.method, "direction": direction, "kind": "request"}
         entry |= {"params": {"$ref": f"{folder}/{short}.params.json"}}
         entry |= {"result": {"$ref": f"{folder}/{short}.result.json"}}
-        entry |= {"documentation": spec.doc} if spec.doc else {}
         rows.append((entry, {"params": (spec.params, params_mode), "result": (spec.result, result_mode)}))
     for method, params in NOTIFICATIONS.items():
         short = method.removeprefix(PREFIX)

@@ -147,7 +147,7 @@ class Runtime:
 
     # Conversations
 
-    async def create_conversation(self, client: Client, request: api.CreateConversationRequest) -> Conversation:
+    async def create_conversation(self, client: Client, request: api.CreateConversationParams) -> Conversation:
         self._check_running()
         if request.ephemeral:
             raise InvalidParams("ephemeral conversations are not supported by this version @ $.ephemeral")
@@ -177,7 +177,7 @@ class Runtime:
         self._open[conversation.id] = OpenConversation(self, conversation, [session], environment, folders)
         return conversation
 
-    async def open_conversation(self, client: Client, request: api.OpenConversationRequest) -> Conversation:
+    async def open_conversation(self, client: Client, request: api.OpenConversationParams) -> Conversation:
         self._check_running()
         # serialised per conversation: two editors opening it at once must share one OpenConversation
         async with self._record_locks[request.conversation_id]:
@@ -209,19 +209,19 @@ class Runtime:
                     runner.input_ids[entry.input_id] = entry.item.id
         return opened
 
-    async def get_conversation(self, client: Client, request: api.GetConversationRequest) -> Conversation:
+    async def get_conversation(self, client: Client, request: api.GetConversationParams) -> Conversation:
         self._check_running()
         return await self._conversation(request.conversation_id)
 
     async def is_conversation_open(
-        self, client: Client, request: api.GetConversationRequest
+        self, client: Client, request: api.IsConversationOpenParams
     ) -> api.IsConversationOpenResult:
         self._check_running()
         await self._conversation(request.conversation_id)
         return api.IsConversationOpenResult(open=request.conversation_id in self._open)
 
     async def list_conversations(
-        self, client: Client, request: api.ListConversationsRequest
+        self, client: Client, request: api.ListConversationsParams
     ) -> Page[ConversationListEntry, str]:
         self._check_running()
         page = await self._page(
@@ -238,7 +238,7 @@ class Runtime:
             entry.running = opened is not None and opened.running
         return page
 
-    async def delete_conversation(self, client: Client, request: api.DeleteConversationRequest) -> api.Empty:
+    async def delete_conversation(self, client: Client, request: api.DeleteConversationParams) -> api.EmptyResult:
         self._check_running()
         async with self._record_locks[request.conversation_id]:
             await self._conversation(request.conversation_id)
@@ -253,10 +253,10 @@ class Runtime:
             self._update_running()
             await self.storage.delete_conversation(request.conversation_id)
         self._record_locks.pop(request.conversation_id, None)
-        return api.Empty()
+        return api.EmptyResult()
 
     async def set_conversation_archived(
-        self, client: Client, request: api.SetConversationArchivedRequest
+        self, client: Client, request: api.SetConversationArchivedParams
     ) -> Conversation:
         self._check_running()
         async with self._record_locks[request.conversation_id]:
@@ -264,7 +264,7 @@ class Runtime:
             conversation.archived = request.archived
             return await self._save_conversation(conversation)
 
-    async def set_conversation_title(self, client: Client, request: api.SetConversationTitleRequest) -> api.Empty:
+    async def set_conversation_title(self, client: Client, request: api.SetConversationTitleParams) -> api.EmptyResult:
         self._check_running()
         title = request.title.strip()
         if len(title) > MAX_TITLE_LENGTH:
@@ -274,10 +274,10 @@ class Runtime:
             conversation.title = title
             await self._save_conversation(conversation, announce=False)
         self._publish_conversation(conversation.id, events.TitleChanged(title=title))
-        return api.Empty()
+        return api.EmptyResult()
 
     async def set_conversation_executor_settings(
-        self, client: Client, request: api.SetConversationExecutorSettingsRequest
+        self, client: Client, request: api.SetConversationExecutorSettingsParams
     ) -> Conversation:
         self._check_running()
         settings = await self._resolve_executor_settings(
@@ -290,7 +290,7 @@ class Runtime:
 
     # Sessions, turns, items
 
-    async def list_sessions(self, client: Client, request: api.ListSessionsRequest) -> Page[Session, str]:
+    async def list_sessions(self, client: Client, request: api.ListSessionsParams) -> Page[Session, str]:
         self._check_running()
         await self._conversation(request.conversation_id)
         return await self._page(
@@ -302,14 +302,14 @@ class Runtime:
             )
         )
 
-    async def get_session_by_id(self, client: Client, request: api.GetSessionByIdRequest) -> Session:
+    async def get_session_by_id(self, client: Client, request: api.GetSessionByIdParams) -> Session:
         self._check_running()
         session = await self.storage.get_session(request.session_id)
         if session is None:
             raise SessionNotFound(f"session not found: {request.session_id}")
         return session
 
-    async def get_session_details(self, client: Client, request: api.SessionRequest) -> api.SessionDetails:
+    async def get_session_details(self, client: Client, request: api.GetSessionDetailsParams) -> api.SessionDetails:
         self._check_running()
         session = await self._session(request.conversation_id, request.session_id)
         calls = await self.storage.list_model_calls(request.conversation_id, session.id)
@@ -336,7 +336,7 @@ class Runtime:
             pending_inputs=runner.pending_infos() if runner else [],
         )
 
-    async def list_turns(self, client: Client, request: api.ListTurnsRequest) -> Page[Turn, str]:
+    async def list_turns(self, client: Client, request: api.ListTurnsParams) -> Page[Turn, str]:
         self._check_running()
         await self._check_scope(request.conversation_id, request.session_id)
         return await self._page(
@@ -349,7 +349,7 @@ class Runtime:
             )
         )
 
-    async def get_turns(self, client: Client, request: api.GetTurnsRequest) -> api.GetTurnsResult:
+    async def get_turns(self, client: Client, request: api.GetTurnsParams) -> api.GetTurnsResult:
         self._check_running()
         await self._check_scope(request.conversation_id, request.session_id)
         turns = await self.storage.get_turns(request.conversation_id, request.turn_ids)
@@ -361,7 +361,7 @@ class Runtime:
             turns = [turn for turn in turns if turn.session_id == request.session_id]
         return api.GetTurnsResult(turns=turns)
 
-    async def list_items(self, client: Client, request: api.ListItemsRequest) -> Page[LoggedItem, int]:
+    async def list_items(self, client: Client, request: api.ListItemsParams) -> Page[LoggedItem, int]:
         self._check_running()
         await self._check_scope(request.conversation_id, request.session_id)
         if request.cursor is not None and request.cursor < 0:
@@ -377,7 +377,7 @@ class Runtime:
     # Subscriptions
 
     async def subscribe_conversation(
-        self, client: Client, request: api.SubscribeConversationRequest
+        self, client: Client, request: api.SubscribeConversationParams
     ) -> api.SubscribeConversationResult:
         self._check_running()
         conversation = await self._conversation(request.conversation_id)
@@ -397,13 +397,13 @@ class Runtime:
             sessions=[self._runtime_info(session) for session in sessions],
         )
 
-    async def unsubscribe(self, client: Client, request: api.UnsubscribeRequest) -> api.Empty:
+    async def unsubscribe(self, client: Client, request: api.UnsubscribeParams) -> api.EmptyResult:
         self._check_running()
         sub = client.subscriptions.get(request.subscription_id)
         if sub is None:
             raise NotFound(f"subscription not found: {request.subscription_id}")
         sub.close(ErrorInfo(kind=UNSUBSCRIBED, message="unsubscribed"))
-        return api.Empty()
+        return api.EmptyResult()
 
     def disconnect(self, client: Client) -> None:
         """The client went away: its subscriptions end without notice, its tools are withdrawn."""
@@ -416,7 +416,7 @@ class Runtime:
         for sub in list(client.subscriptions.values()):
             sub.close(ErrorInfo(kind=UNSUBSCRIBED, message="client disconnected"))
 
-    async def is_idle(self, client: Client, request: api.NoParams) -> api.IsIdleResult:
+    async def is_idle(self, client: Client, request: api.IsIdleParams) -> api.IsIdleResult:
         self._check_running()
         return api.IsIdleResult(idle=not any(opened.busy for opened in self._open.values()))
 
@@ -439,7 +439,7 @@ class Runtime:
 
     # Input and turns
 
-    async def submit_input(self, client: Client, request: api.SubmitInputRequest) -> api.SubmitInputResult:
+    async def submit_input(self, client: Client, request: api.SubmitInputParams) -> api.SubmitInputResult:
         self._check_running()
         opened = await self._opened(request.conversation_id)
         self._check_content(request.content)
@@ -467,33 +467,37 @@ class Runtime:
         await runner.add_input(PendingInput(item=item, mode=request.mode, input_id=request.input_id))
         return api.SubmitInputResult(item_id=item.id)
 
-    async def steer_input(self, client: Client, request: api.SteerInputRequest) -> api.Empty:
+    async def steer_input(self, client: Client, request: api.SteerInputParams) -> api.EmptyResult:
         self._check_running()
         runner = (await self._opened(request.conversation_id)).main_runner()
         await runner.steer(request.item_id, request.turn_id)
-        return api.Empty()
+        return api.EmptyResult()
 
-    async def withdraw_input(self, client: Client, request: api.WithdrawInputRequest) -> api.WithdrawInputResult:
+    async def withdraw_input(self, client: Client, request: api.WithdrawInputParams) -> api.WithdrawInputResult:
         self._check_running()
         runner = (await self._opened(request.conversation_id)).main_runner()
         return api.WithdrawInputResult(items=[await runner.withdraw(request.item_id)])
 
-    async def interrupt_turn(self, client: Client, request: api.InterruptTurnRequest) -> api.TurnIdResult:
+    async def interrupt_turn(self, client: Client, request: api.InterruptTurnParams) -> api.InterruptTurnResult:
         self._check_running()
         opened = await self._opened(request.conversation_id)
         running = [runner for runner in opened.runners.values() if runner.active is not None]
         if not running:
             raise InvalidState("no turn is running")
         turn_ids = [runner.interrupt() for runner in running]
-        return api.TurnIdResult(turn_id=turn_ids[0])
+        return api.InterruptTurnResult(turn_id=turn_ids[0])
 
-    async def interrupt_turn_with_input(self, client: Client, request: api.InterruptTurnWithInputRequest) -> api.Empty:
+    async def interrupt_turn_with_input(
+        self, client: Client, request: api.InterruptTurnWithInputParams
+    ) -> api.EmptyResult:
         self._check_running()
         runner = (await self._opened(request.conversation_id)).main_runner()
         await runner.interrupt_with(request.item_id, request.turn_id)
-        return api.Empty()
+        return api.EmptyResult()
 
-    async def get_session_context_usage(self, client: Client, request: api.SessionRequest) -> api.SessionContextUsage:
+    async def get_session_context_usage(
+        self, client: Client, request: api.GetSessionContextUsageParams
+    ) -> api.SessionContextUsage:
         self._check_running()
         session = await self._session(request.conversation_id, request.session_id)
         opened = self._open.get(request.conversation_id)
@@ -526,7 +530,7 @@ class Runtime:
             ),
         )
 
-    async def set_session_model(self, client: Client, request: api.SetSessionModelRequest) -> Session:
+    async def set_session_model(self, client: Client, request: api.SetSessionModelParams) -> Session:
         self._check_running()
         session = await self._session(request.conversation_id, request.session_id)
         opened = self._open.get(request.conversation_id)
@@ -555,23 +559,23 @@ class Runtime:
 
     # Definitions
 
-    async def list_agents(self, client: Client, request: api.NoParams) -> api.ListAgentsResult:
+    async def list_agents(self, client: Client, request: api.ListAgentsParams) -> api.ListAgentsResult:
         self._check_running()
         return api.ListAgentsResult(agents=catalog.agent_infos(await self._definitions(client)))
 
-    async def list_models(self, client: Client, request: api.ListModelsRequest) -> api.ModelList:
+    async def list_models(self, client: Client, request: api.ListModelsParams) -> api.ModelList:
         self._check_running()
         return catalog.model_list(await self._definitions(client), request.agent_name)
 
-    async def list_executors(self, client: Client, request: api.NoParams) -> api.ListExecutorsResult:
+    async def list_executors(self, client: Client, request: api.ListExecutorsParams) -> api.ListExecutorsResult:
         self._check_running()
         return api.ListExecutorsResult(executors=catalog.executor_details(await self._definitions(client)))
 
-    async def get_hooks(self, client: Client, request: api.NoParams) -> api.GetHooksResult:
+    async def get_hooks(self, client: Client, request: api.GetHooksParams) -> api.GetHooksResult:
         self._check_running()
         return api.GetHooksResult(hooks=catalog.hook_infos(await self._definitions(client)))
 
-    async def get_skills(self, client: Client, request: api.GetSkillsRequest) -> api.GetSkillsResult:
+    async def get_skills(self, client: Client, request: api.GetSkillsParams) -> api.GetSkillsResult:
         """The skills an agent sees: of the conversation's agent and workspace when a conversation is
         given, else of `agentName` (all skills without one) in the client's workspace."""
         self._check_running()
@@ -590,7 +594,7 @@ class Runtime:
             skills=[api.SkillInfo(name=s.name, description=s.description, path=s.path) for s in skills]
         )
 
-    async def set_client_mcp_servers(self, client: Client, request: api.SetClientMcpServersRequest) -> api.Empty:
+    async def set_client_mcp_servers(self, client: Client, request: api.SetClientMcpServersParams) -> api.EmptyResult:
         """The tools an editor serves for a conversation; they replace that client's earlier set."""
         self._check_running()
         opened = await self._opened(request.conversation_id)
@@ -601,9 +605,9 @@ class Runtime:
             opened.client_servers[request.client_id] = (owner, request.servers)
         else:
             opened.client_servers.pop(request.client_id, None)
-        return api.Empty()
+        return api.EmptyResult()
 
-    async def get_mcp_servers(self, client: Client, request: api.GetConversationRequest) -> api.GetMcpServersResult:
+    async def get_mcp_servers(self, client: Client, request: api.GetMcpServersParams) -> api.GetMcpServersResult:
         """The conversation's MCP servers with their status (asking starts them in the background),
         then the servers editors serve for it. A conversation that is not open runs no server: its
         configured servers are listed as `starting`, which is what opening it does."""
@@ -642,7 +646,7 @@ class Runtime:
     # Session subscriptions
 
     async def subscribe_session(
-        self, client: Client, request: api.SubscribeSessionRequest
+        self, client: Client, request: api.SubscribeSessionParams
     ) -> api.SubscribeSessionResult:
         self._check_running()
         opened = await self._opened(request.conversation_id)
@@ -668,7 +672,7 @@ class Runtime:
         return result
 
     async def subscribe_running_conversations(
-        self, client: Client, request: api.NoParams
+        self, client: Client, request: api.SubscribeRunningConversationsParams
     ) -> api.SubscribeRunningConversationsResult:
         self._check_running()
         sub = Subscription(
@@ -707,7 +711,7 @@ class Runtime:
     # Workspace
 
     async def get_workspace_directories(
-        self, client: Client, request: api.GetWorkspaceDirectoriesRequest
+        self, client: Client, request: api.GetWorkspaceDirectoriesParams
     ) -> api.WorkspaceDirectories:
         self._check_running()
         self._check_executor(await self._definitions(client), request.executor_id, "$.executorId")
@@ -726,7 +730,7 @@ class Runtime:
         )
 
     async def resolve_workspace_directory(
-        self, client: Client, request: api.ResolveWorkspaceDirectoryRequest
+        self, client: Client, request: api.ResolveWorkspaceDirectoryParams
     ) -> api.ResolveWorkspaceDirectoryResult:
         self._check_running()
         self._check_executor(await self._definitions(client), request.executor_id, "$.executorId")
@@ -736,7 +740,7 @@ class Runtime:
         )
 
     async def open_terminal_workspace(
-        self, client: Client, request: api.OpenTerminalWorkspaceRequest
+        self, client: Client, request: api.OpenTerminalWorkspaceParams
     ) -> api.TerminalWorkspace:
         self._check_running()
         executor_id = self._check_executor(await self._definitions(client), request.executor_id, "$.executorId")
