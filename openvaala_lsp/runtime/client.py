@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -28,3 +28,17 @@ class Client:
     subscriptions: dict[str, Subscription] = attrs.Factory(dict)
     # events a subscription may hold for this client before it is closed as too slow
     max_buffered_events: int = DEFAULT_CAPACITY
+
+
+def parse_environment(entries: Iterable[str]) -> dict[str, str]:
+    """`["KEY=VALUE", ...]` (already validated by the params type) as a mapping."""
+    return dict(entry.split("=", 1) for entry in entries)
+
+
+def format_environment(environment: dict[str, str]) -> list[str]:
+    return [f"{key}={value}" for key, value in sorted(environment.items())]
+
+
+def environment_of(client: Client, entries: list[str] | None) -> dict[str, str]:
+    """The given environment, else the client's."""
+    return parse_environment(entries) if entries is not None else dict(client.environment)

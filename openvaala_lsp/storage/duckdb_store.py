@@ -386,6 +386,9 @@ class DuckDBStorage:
     async def count_items(self, conversation_id: ConversationId, session_id: SessionId | None = None) -> int:
         return await self._read(lambda cur: queries.count_items(cur, conversation_id, session_id))
 
+    async def count_turns(self, conversation_id: ConversationId, session_id: SessionId | None = None) -> int:
+        return await self._read(lambda cur: queries.count_turns(cur, conversation_id, session_id))
+
     async def append_model_call(self, call: ModelCall) -> None:
         await self._write([Append("model_calls", MODEL_CALL_COLUMNS, [model_call_row(call)])], durable=False)
 

@@ -7,7 +7,6 @@ import asyncio
 import contextlib
 import importlib
 import logging
-import os
 import socket
 import sys
 from collections.abc import Mapping
@@ -20,6 +19,7 @@ from openvaala_lsp.definitions import Definitions, LocalServer, ModelDefinition
 from openvaala_lsp.model import ModelRef, ModelSelection
 from openvaala_lsp.protocol.errors import NoModelConfigured
 from openvaala_lsp.providers.base import Provider, ProviderError
+from openvaala_lsp.runtime.catalog import configured_agent
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ def resolve_model(definitions: Definitions, selection: ModelSelection | None, ag
     """The session's model, else its agent's default, else the first configured model."""
     wanted: ModelRef | None = selection.model if selection else None
     if wanted is None:
-        agent = next((a for a in definitions.agents if a.name == agent_name), None)
+        agent = configured_agent(definitions, agent_name)
         wanted = agent.default_model if agent else None
     if wanted is not None:
         for definition in definitions.models:
@@ -128,8 +128,9 @@ class LocalModelServer:
                 await self._process.wait()
 
 
-class Providers:
-    """Provider clients keyed by model and API key, kept for the runtime's life (connection reuse)."""
+class ModelClients:
+    """Provider clients keyed by model and API key, kept for the runtime's life (connection reuse),
+    and the local model servers the runtime started."""
 
     def __init__(self) -> None:
         self._providers: dict[tuple[object, ...], Provider] = {}
@@ -162,4 +163,4 @@ class Providers:
         self._providers.clear()
 
 
-__all__ = ["Providers", "os", "resolve_model"]
+__all__ = ["ModelClients", "effective_selection", "resolve_model"]

@@ -1,0 +1,158 @@
+"""The state the runtime's services share: storage, definitions, model clients, the open
+conversations, what runs live, and the runtime's own tasks and lifecycle. It is also the
+`ConversationHost` of every open conversation, and holds the lookups every service needs (a
+conversation or session by id, with the right error when it is missing)."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import enum
+from collections.abc import Awaitable, Coroutine, Iterable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import attrs
+
+from openvaala_lsp.definitions import Definitions, ModelDefinition
+from openvaala_lsp.hooks import HookRunner
+from openvaala_lsp.model import Conversation, ConversationId, Session, SessionRuntimeInfo
+from openvaala_lsp.protocol.errors import (
+    ConversationNotFound,
+    ConversationNotOpen,
+    InvalidParams,
+    RuntimeStopped,
+    SessionNotFound,
+)
+from openvaala_lsp.providers.base import Provider
+from openvaala_lsp.runtime.client import Client
+from openvaala_lsp.runtime.conversation import OpenConversation
+from openvaala_lsp.runtime.definitions_source import DefinitionsSource, FolderKey
+from openvaala_lsp.runtime.folders import folder_key
+from openvaala_lsp.runtime.live import Live
+from openvaala_lsp.runtime.model_clients import ModelClients
+from openvaala_lsp.runtime.session import SessionRunner
+from openvaala_lsp.runtime.tasks import Tasks
+from openvaala_lsp.storage.interfaces import InvalidCursor, Storage
+
+T = TypeVar("T")
+
+MAX_IMAGE_BYTES = 5 * 1024 * 1024
+
+
+class Lifecycle(enum.Enum):
+    RUNNING = "running"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+
+
+@attrs.define(kw_only=True)
+class RuntimeOptions:
+    max_image_bytes: int = MAX_IMAGE_BYTES
+    config_dir: Path | None = None  # where the user's configuration lives (default: paths.config_dir())
+    watch_interval: float = 1.0  # seconds between looks at the configuration files
+
+
+class RuntimeState:
+    def __init__(self, storage: Storage, definitions: Definitions | None, options: RuntimeOptions) -> None:
+        self.storage = storage
+        self.options = options
+        self.source = DefinitionsSource(
+            config_dir=options.config_dir, on_change=self._definitions_changed, watch_interval=options.watch_interval
+        )
+        # an explicit set (setDefinitions, tests) replaces the configuration files
+        self.source.explicit = definitions
+        self.model_clients = ModelClients()
+        self.open: dict[ConversationId, OpenConversation] = {}
+        self.live = Live(self.open)
+        self.tasks = Tasks()
+        self.lifecycle = Lifecycle.RUNNING
+        # read-modify-write of one conversation's record is serialised so no update is lost
+        self.record_locks: dict[ConversationId, asyncio.Lock] = collections.defaultdict(asyncio.Lock)
+
+    def ensure_running(self) -> None:
+        if self.lifecycle is not Lifecycle.RUNNING:
+            raise RuntimeStopped()
+
+    # Lookups, each with the error kind a client expects
+
+    async def conversation(self, conversation_id: ConversationId) -> Conversation:
+        conversation = await self.storage.get_conversation(conversation_id)
+        if conversation is None:
+            raise ConversationNotFound(f"conversation not found: {conversation_id}")
+        return conversation
+
+    async def session(self, conversation_id: ConversationId, session_id: str) -> Session:
+        await self.conversation(conversation_id)
+        session = await self.storage.get_session(session_id)
+        if session is None or session.conversation_id != conversation_id:
+            raise SessionNotFound(f"session not found in conversation {conversation_id}: {session_id}")
+        return session
+
+    async def check_scope(self, conversation_id: ConversationId, session_id: str | None) -> None:
+        if session_id is None:
+            await self.conversation(conversation_id)
+        else:
+            await self.session(conversation_id, session_id)
+
+    async def opened(self, conversation_id: ConversationId) -> OpenConversation:
+        opened = self.open.get(conversation_id)
+        if opened is None:
+            await self.conversation(conversation_id)
+            raise ConversationNotOpen(f"conversation is not open: {conversation_id}")
+        return opened
+
+    def runner(self, session: Session) -> SessionRunner | None:
+        opened = self.open.get(session.conversation_id)
+        return opened.runner(session.id) if opened else None
+
+    def runtime_info(self, session: Session) -> SessionRuntimeInfo:
+        runner = self.runner(session)
+        return runner.runtime_info() if runner else SessionRuntimeInfo(session=session)
+
+    async def definitions(self, client: Client) -> Definitions:
+        """The definitions for the client's workspace folders."""
+        return self.source.for_folders(folder_key(await client.workspace_folders()))
+
+    async def definitions_of(self, client: Client, conversation_id: ConversationId) -> Definitions:
+        """An open conversation's definitions, else the client's."""
+        opened = self.open.get(conversation_id)
+        return opened.definitions() if opened else await self.definitions(client)
+
+    @staticmethod
+    async def page(call: Awaitable[T]) -> T:
+        try:
+            return await call
+        except InvalidCursor as exc:
+            raise InvalidParams(f"{exc} @ $.cursor") from None
+
+    # What open conversations need (hosts.ConversationHost)
+
+    def definitions_for(self, folders: FolderKey) -> Definitions:
+        return self.source.for_folders(folders)
+
+    def hooks_for(self, definitions: Definitions) -> HookRunner:
+        return self.source.hooks(definitions)
+
+    async def provider(self, model: ModelDefinition, environment: Mapping[str, str]) -> Provider:
+        return await self.model_clients.get(model, environment)
+
+    def spawn(self, coro: Coroutine[Any, Any, T], *, name: str | None = None) -> asyncio.Task[T]:
+        return self.tasks.spawn(coro, name=name)
+
+    def session_changed(self, opened: OpenConversation, runner: SessionRunner) -> None:
+        self.live.session_changed(opened, runner)
+
+    def turn_ended(self, opened: OpenConversation, runner: SessionRunner) -> None:
+        self.live.turn_ended(opened, runner)
+
+    def mark_reconfigured(self, conversation_ids: Iterable[ConversationId]) -> None:
+        """Conversations mid-turn keep their definitions until the turn ends, then their
+        subscriptions close with `conversationReconfigured`."""
+        for conversation_id in conversation_ids:
+            self.open[conversation_id].reconfigured = True
+
+    def _definitions_changed(self, folders: FolderKey) -> None:
+        self.mark_reconfigured(
+            cid for cid, opened in self.open.items() if opened.folder_key == folders and opened.running
+        )

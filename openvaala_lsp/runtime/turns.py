@@ -1,0 +1,268 @@
+"""The agent loop: one turn of a session. It records the turn's inputs, then calls the model, streams
+its answer into items, runs the tool calls it makes, and repeats until the model stops (or a hook,
+an interrupt or an error ends the turn). The session around it (`TurnOwner`) keeps the queue, the
+history and the accounting; this module only drives one turn through them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Protocol
+
+import attrs
+
+from openvaala_lsp.definitions import Definitions, ModelDefinition
+from openvaala_lsp.model import (
+    Address,
+    AddressKind,
+    Content,
+    ErrorInfo,
+    Item,
+    ItemStatus,
+    ItemType,
+    ModelCall,
+    PendingInput,
+    Session,
+    TokenUsage,
+    ToolCall,
+    Turn,
+    TurnStatus,
+    new_id,
+    utcnow,
+)
+from openvaala_lsp.protocol import events
+from openvaala_lsp.providers import base as provider_events
+from openvaala_lsp.providers.base import ProviderError
+from openvaala_lsp.runtime import context
+from openvaala_lsp.runtime.accounting import SessionUsage
+from openvaala_lsp.runtime.hosts import SessionHost
+from openvaala_lsp.runtime.input_queue import InputQueue
+from openvaala_lsp.runtime.session_hooks import SessionHooks
+from openvaala_lsp.runtime.streaming import TurnItems
+from openvaala_lsp.runtime.tool_calls import run_tool_call
+
+logger = logging.getLogger(__name__)
+
+MAX_STOP_CONTINUATIONS = 3
+HOOK_BLOCKED = "hookBlocked"
+
+
+class TurnOwner(Protocol):
+    """What the loop needs from the session that runs the turn."""
+
+    @property
+    def session(self) -> Session: ...
+
+    @property
+    def host(self) -> SessionHost: ...
+
+    @property
+    def queue(self) -> InputQueue: ...
+
+    @property
+    def usage(self) -> SessionUsage: ...
+
+    def publish(self, event: Any) -> None: ...
+
+    def saved(self, ordinal: int, item: Item) -> None:
+        """An item is in the log now: the history grows and subscribers hear `itemCompleted`."""
+
+    async def history(self) -> list[Item]: ...
+
+    async def session_context(self, history: Sequence[Item], turn: Turn, hooks: SessionHooks) -> list[str]:
+        """Context from the sessionStart hooks, which fire once per session and runtime."""
+
+    def instructions(self, definitions: Definitions) -> str: ...
+
+
+@attrs.define(eq=False)
+class ActiveTurn:
+    turn: Turn
+    definitions: Definitions
+    model: ModelDefinition
+    items: TurnItems
+    hooks: SessionHooks  # the hooks of the definitions the turn started with
+    task: asyncio.Task[None] | None = None
+    interrupting: bool = False
+    context: list[str] = attrs.Factory(list)  # hook-added context for this turn's requests
+    # until the turn has recorded its inputs an interrupt only marks it: the inputs belong to the turn
+    committed: bool = False
+
+
+async def execute(owner: TurnOwner, active: ActiveTurn, inputs: list[PendingInput]) -> None:
+    """Runs the turn to its end, leaving its outcome in `active.turn` (status, error); never raises
+    but for the runtime itself going away."""
+    turn = active.turn
+    try:
+        blocked: list[str] = []
+        for pending in inputs:
+            prompt = await active.hooks.fire("userPromptSubmit", {"prompt": context.item_text(pending.item)})
+            active.context += prompt.additional_context
+            if prompt.blocked:
+                blocked.append(prompt.reason or "blocked by a hook")
+            # a blocked prompt stays in the history, marked withdrawn: never sent to the model
+            await record_input(owner, pending, turn.id, ItemStatus.WITHDRAWN if prompt.blocked else None)
+        active.committed = True
+        if active.interrupting:
+            raise asyncio.CancelledError
+        if blocked:
+            turn.status = TurnStatus.FAILED
+            turn.error = ErrorInfo(kind=HOOK_BLOCKED, message="\n\n".join(blocked))
+        else:
+            await _loop(owner, active)
+            turn.status = TurnStatus.COMPLETED
+    except asyncio.CancelledError:
+        turn.status = TurnStatus.INTERRUPTED
+    except ProviderError as exc:
+        turn.status = TurnStatus.FAILED
+        turn.error = ErrorInfo(kind=exc.kind, message=exc.message)
+    except Exception as exc:
+        logger.exception("turn %s failed", turn.id)
+        turn.status = TurnStatus.FAILED
+        turn.error = ErrorInfo(kind="internal", message=f"{type(exc).__name__}: {exc}")
+
+
+async def record_input(owner: TurnOwner, pending: PendingInput, turn_id: str, status: ItemStatus | None = None) -> None:
+    """Moves an input from the queue into the log, as part of `turn_id`."""
+    item = attrs.evolve(pending.item, turn_id=turn_id, status=status or ItemStatus.COMPLETED)
+    ordinal = await owner.host.storage.append_item(item, input_id=pending.input_id, durable=True)
+    await owner.queue.recorded(pending)
+    owner.publish(events.PendingInputRemoved(item_id=item.id, reason="taken"))
+    owner.saved(ordinal, item)
+
+
+async def _loop(owner: TurnOwner, active: ActiveTurn) -> None:
+    host, session, model = owner.host, owner.session, active.model
+    await host.start_mcp(active.definitions, session.agent_name, wait=True)
+    history = await owner.history()
+    session_context = await owner.session_context(history, active.turn, active.hooks)
+    instructions = "\n\n".join([owner.instructions(active.definitions), *session_context])
+    provider = await host.provider(model)
+    stop_continuations = 0
+    while True:
+        for pending in owner.queue.claim_steering(active.turn.id):
+            await record_input(owner, pending, active.turn.id)
+        # tools are taken at each call: an MCP server that became ready or changed its list joins in
+        tools = host.tools(active.definitions, session.agent_name)
+        by_name = {tool.name: tool for tool in tools}
+        request = context.build_request(
+            model.ref.name,
+            "\n\n".join([instructions, *active.context]),
+            await owner.history(),
+            context.tool_specs(tools),
+            max_output_tokens=model.max_output_tokens,
+            reasoning_effort=session.model.reasoning_effort,
+        )
+        # aclosing: a stream left early (error, interrupt) closes its connection at once
+        async with contextlib.aclosing(provider.stream(request)) as stream:  # type: ignore[type-var]
+            calls = await _call_model(owner, active, stream)
+        if not calls:
+            history = await owner.history()
+            last = next((i for i in reversed(history) if i.type == ItemType.ASSISTANT_MESSAGE), None)
+            text = context.item_text(last) if last is not None else ""
+            payload = {"stop_hook_active": stop_continuations > 0, "last_assistant_message": text}
+            stopping = await active.hooks.fire("stop", payload)
+            if not stopping.blocked or stopping.stop or stop_continuations >= MAX_STOP_CONTINUATIONS:
+                return
+            # a blocking stop hook keeps the agent going, with its reason as the next message
+            stop_continuations += 1
+            await active.items.append(_hook_message(active.turn, stopping.reason or "continue"))
+            continue
+        for call_item in calls:
+            assert call_item.tool_call is not None
+            if await run_tool_call(call_item.tool_call, by_name, active.items, active.hooks, host.tool_context()):
+                return  # a hook said `continue: false`
+
+
+async def _call_model(owner: TurnOwner, active: ActiveTurn, stream: AsyncIterator[Any]) -> list[Item]:
+    """Streams one model response into items; returns the tool call items it made."""
+    turn, model, items = active.turn, active.model, active.items
+    record = ModelCall(
+        id=new_id("call"),
+        conversation_id=turn.conversation_id,
+        session_id=turn.session_id,
+        turn_id=turn.id,
+        provider=model.ref.provider,
+        model=model.ref.name,
+        started_at=utcnow(),
+        workspace=owner.host.workspace_root(),
+    )
+    started = time.monotonic()
+    text_index: int | None = None
+    reasoning_index: int | None = None
+    tool_indexes: dict[int, int] = {}  # provider's tool call index -> itemIndex
+    completed: provider_events.Completed | None = None
+    try:
+        async for event in stream:
+            if record.first_token_ms is None:
+                record.first_token_ms = int((time.monotonic() - started) * 1000)
+            if isinstance(event, provider_events.TextDelta):
+                if text_index is None:
+                    text_index = items.start_text(ItemType.ASSISTANT_MESSAGE)
+                items.append_text(text_index, event.text)
+            elif isinstance(event, provider_events.ReasoningDelta):
+                if reasoning_index is None:
+                    reasoning_index = items.start_text(ItemType.REASONING)
+                items.append_text(reasoning_index, event.text)
+            elif isinstance(event, provider_events.ReasoningDone):
+                if reasoning_index is None:
+                    reasoning_index = items.start(ItemType.REASONING, content=[])
+                item = items.streaming[reasoning_index]
+                item.provider_data = (item.provider_data or []) + [event.data]
+            elif isinstance(event, provider_events.ToolCallStarted):
+                call = ToolCall(call_id=event.call_id, name=event.name, arguments="")
+                tool_indexes[event.index] = items.start(ItemType.TOOL_CALL, tool_call=call)
+            elif isinstance(event, provider_events.ToolCallDelta):
+                index = tool_indexes.get(event.index)
+                if index is not None:
+                    items.append_arguments(index, event.arguments)
+            elif isinstance(event, provider_events.ToolCallDone):
+                index = tool_indexes.get(event.index)
+                if index is None:
+                    index = tool_indexes[event.index] = items.start(
+                        ItemType.TOOL_CALL, tool_call=attrs.evolve(event.call, arguments="")
+                    )
+                item = items.streaming[index]
+                assert item.tool_call is not None
+                missing = event.call.arguments[len(item.tool_call.arguments) :]
+                if event.call.arguments.startswith(item.tool_call.arguments) and missing:
+                    items.append_arguments(index, missing)
+                else:
+                    item.tool_call.arguments = event.call.arguments
+            elif isinstance(event, provider_events.Completed):
+                completed = event
+    except BaseException as exc:
+        record.error = "interrupted" if isinstance(exc, asyncio.CancelledError) else f"{type(exc).__name__}: {exc}"
+        raise
+    finally:
+        record.latency_ms = int((time.monotonic() - started) * 1000)
+        await _account(owner, active, record, completed.usage if completed is not None else None)
+    saved = await items.complete_all(ItemStatus.COMPLETED)
+    return [item for item in saved if item.type == ItemType.TOOL_CALL]
+
+
+async def _account(owner: TurnOwner, active: ActiveTurn, record: ModelCall, reported: TokenUsage | None) -> None:
+    history = await owner.history()
+    owner.usage.record(record, reported, history, active.items.streaming.values(), active.model.context_window)
+    await owner.host.storage.append_model_call(record)
+    active.turn.usage = active.turn.usage + record.usage
+    owner.publish(events.UsageUpdated(usage=owner.usage.usage))
+    owner.publish(events.ContextUsageUpdated(context=owner.usage.context))
+
+
+def _hook_message(turn: Turn, text: str) -> Item:
+    """What a blocking stop hook says, as the next user message of the turn."""
+    return Item(
+        id=new_id("item"),
+        conversation_id=turn.conversation_id,
+        session_id=turn.session_id,
+        turn_id=turn.id,
+        type=ItemType.USER_MESSAGE,
+        created_at=utcnow(),
+        content=[Content(type="text", text=text)],
+        from_=Address(kind=AddressKind.HOOK, name="stop"),
+    )
