@@ -15,10 +15,10 @@ import os
 import signal
 
 from openvaala_lsp import paths
-from openvaala_lsp.cli import configure_logging
 from openvaala_lsp.front import wire
 from openvaala_lsp.front.rundir import RunDir, UnsafeRunDir, check_private, peer_credentials
 from openvaala_lsp.host import hello
+from openvaala_lsp.logs import configure_logging
 from openvaala_lsp.model import WorkspaceFolder
 from openvaala_lsp.protocol.api import IsIdleParams
 from openvaala_lsp.runtime.client import Client

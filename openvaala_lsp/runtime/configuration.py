@@ -53,9 +53,9 @@ class Configuration:
         await state.storage.update_session(session)
         opened = state.open.get(params.conversation_id)
         runner = opened.runner(session.id) if opened else None
-        if opened is not None and runner is not None:
+        if runner is not None:
             runner.session = session  # takes effect at the next turn
-            state.live.session_changed(opened, runner)
+            state.live.session_changed(session.conversation_id, runner.runtime_info())
         return session
 
     async def get_skills(self, client: Client, params: api.GetSkillsParams) -> api.GetSkillsResult:

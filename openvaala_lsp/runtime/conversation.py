@@ -12,7 +12,7 @@ from openvaala_lsp.definitions import Definitions, ModelDefinition
 from openvaala_lsp.hooks import HookRunner
 from openvaala_lsp.mcp import MCPManager
 from openvaala_lsp.mcp.model import ClientMCPServer
-from openvaala_lsp.model import Conversation, Session, WorkspaceFolder
+from openvaala_lsp.model import Conversation, Session, SessionRuntimeInfo, WorkspaceFolder
 from openvaala_lsp.providers.base import Provider
 from openvaala_lsp.runtime import catalog
 from openvaala_lsp.runtime.client import Client
@@ -137,11 +137,11 @@ class OpenConversation:
     def saved(self, ordinal: int) -> None:
         self.last_ordinal = max(self.last_ordinal, ordinal)
 
-    def session_changed(self, runner: SessionRunner) -> None:
-        self._host.session_changed(self, runner)
+    def session_changed(self, info: SessionRuntimeInfo) -> None:
+        self._host.session_changed(self.id, info)
 
-    def turn_ended(self, runner: SessionRunner) -> None:
-        self._host.turn_ended(self, runner)
+    def turn_ended(self) -> None:
+        self._host.turn_ended(self.id)
 
     async def stop(self) -> None:
         self.closed = True

@@ -6,18 +6,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Coroutine, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from openvaala_lsp.definitions import Definitions, ModelDefinition
 from openvaala_lsp.hooks import HookRunner
+from openvaala_lsp.model import SessionRuntimeInfo
 from openvaala_lsp.providers.base import Provider
 from openvaala_lsp.runtime.definitions_source import FolderKey
 from openvaala_lsp.storage.interfaces import Storage
 from openvaala_lsp.tools.base import Tool, ToolContext
-
-if TYPE_CHECKING:
-    from openvaala_lsp.runtime.conversation import OpenConversation
-    from openvaala_lsp.runtime.session import SessionRunner
 
 T = TypeVar("T")
 
@@ -36,10 +33,10 @@ class ConversationHost(Protocol):
 
     def spawn(self, coro: Coroutine[Any, Any, T], *, name: str | None = None) -> asyncio.Task[T]: ...
 
-    def session_changed(self, opened: OpenConversation, runner: SessionRunner) -> None:
+    def session_changed(self, conversation_id: str, info: SessionRuntimeInfo) -> None:
         """A session's state, queue or usage changed: conversation subscribers hear of it."""
 
-    def turn_ended(self, opened: OpenConversation, runner: SessionRunner) -> None: ...
+    def turn_ended(self, conversation_id: str) -> None: ...
 
 
 class SessionHost(Protocol):
@@ -75,6 +72,6 @@ class SessionHost(Protocol):
     def saved(self, ordinal: int) -> None:
         """An item was saved under `ordinal` (the conversation's last saved ordinal moves on)."""
 
-    def session_changed(self, runner: SessionRunner) -> None: ...
+    def session_changed(self, info: SessionRuntimeInfo) -> None: ...
 
-    def turn_ended(self, runner: SessionRunner) -> None: ...
+    def turn_ended(self) -> None: ...

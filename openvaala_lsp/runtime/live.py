@@ -102,13 +102,13 @@ class Live:
     def session_added(self, session: Session) -> None:
         self.publish_conversation(session.conversation_id, events.SessionAdded(session=copy.deepcopy(session)))
 
-    def session_changed(self, opened: OpenConversation, runner: SessionRunner) -> None:
-        info = copy.deepcopy(runner.runtime_info())
-        self.publish_conversation(opened.id, events.SessionUpdated(info=info))
+    def session_changed(self, conversation_id: ConversationId, info: SessionRuntimeInfo) -> None:
+        self.publish_conversation(conversation_id, events.SessionUpdated(info=copy.deepcopy(info)))
         self.update_running()
 
-    def turn_ended(self, opened: OpenConversation, runner: SessionRunner) -> None:
-        if opened.reconfigured and not opened.running:
+    def turn_ended(self, conversation_id: ConversationId) -> None:
+        opened = self._open.get(conversation_id)
+        if opened is not None and opened.reconfigured and not opened.running:
             opened.reconfigured = False
             reason = ErrorInfo(kind=ConversationReconfigured.kind, message=ConversationReconfigured.default_message)
             self.close_conversation(opened.id, reason, opened)

@@ -114,7 +114,7 @@ class SessionRunner:
     def _set_state(self, state: SessionState) -> None:
         self.state = state
         self.publish(events.StateChanged(state=state))
-        self.host.session_changed(self)
+        self.host.session_changed(self.runtime_info())
 
     # Inputs
 
@@ -124,7 +124,7 @@ class SessionRunner:
             pending.turn_id = self.active.turn.id
         await self.queue.add(pending)
         self.publish(events.PendingInputAdded(item=copy.deepcopy(pending.item), mode=pending.mode.value))
-        self.host.session_changed(self)
+        self.host.session_changed(self.runtime_info())
         if pending.mode == SessionInputMode.INTERRUPT and self.active is not None:
             self.interrupt()
         self.maybe_start()
@@ -137,7 +137,7 @@ class SessionRunner:
     async def withdraw(self, item_id: str) -> Item:
         item = await self.queue.withdraw(item_id)
         self.publish(events.PendingInputRemoved(item_id=item_id, reason="withdrawn"))
-        self.host.session_changed(self)
+        self.host.session_changed(self.runtime_info())
         return item
 
     async def interrupt_with(self, item_id: str, turn_id: str) -> None:
@@ -224,7 +224,7 @@ class SessionRunner:
         self.active = None
         self.last_turn = turn
         self._set_state(SessionState.IDLE)
-        self.host.turn_ended(self)
+        self.host.turn_ended()
         if turn.status != TurnStatus.FAILED:
             self.maybe_start()
 

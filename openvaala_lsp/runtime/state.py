@@ -140,11 +140,11 @@ class RuntimeState:
     def spawn(self, coro: Coroutine[Any, Any, T], *, name: str | None = None) -> asyncio.Task[T]:
         return self.tasks.spawn(coro, name=name)
 
-    def session_changed(self, opened: OpenConversation, runner: SessionRunner) -> None:
-        self.live.session_changed(opened, runner)
+    def session_changed(self, conversation_id: ConversationId, info: SessionRuntimeInfo) -> None:
+        self.live.session_changed(conversation_id, info)
 
-    def turn_ended(self, opened: OpenConversation, runner: SessionRunner) -> None:
-        self.live.turn_ended(opened, runner)
+    def turn_ended(self, conversation_id: ConversationId) -> None:
+        self.live.turn_ended(conversation_id)
 
     def mark_reconfigured(self, conversation_ids: Iterable[ConversationId]) -> None:
         """Conversations mid-turn keep their definitions until the turn ends, then their

@@ -131,7 +131,7 @@ async def run() -> int:
         pass
     finally:
         await stop_runtime()
-    return 1 if connection.exited and not connection.shutdown_requested else 0
+    return connection.exit_code
 
 
 def main() -> int:

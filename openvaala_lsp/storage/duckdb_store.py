@@ -63,7 +63,7 @@ from openvaala_lsp.storage.errors import (
 from openvaala_lsp.storage.interfaces import SqlResult
 from openvaala_lsp.storage.migrations import migrate
 from openvaala_lsp.storage.sql import QueryJob, stop
-from openvaala_lsp.storage.writer import Append, Delete, Op, Put, Run, Update, Writer
+from openvaala_lsp.storage.writer import Append, BatchWriter, Delete, Op, Put, Run, Update
 
 __all__ = ["DuckDBStorage", "InvalidCursor", "StorageClosedError", "StorageError", "StorageLockedError"]
 
@@ -116,7 +116,7 @@ class DuckDBStorage:
         self.path = path
         self._path_key = path
         self._con = con
-        self._writer = Writer(writer_cursor, flush_interval)
+        self._writer = BatchWriter(writer_cursor, flush_interval)
         self._reader_cursor = reader_cursor
         self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="openvaala-storage-reader")
         self._query_pool = ThreadPoolExecutor(max_workers=QUERY_THREADS, thread_name_prefix="openvaala-storage-query")
