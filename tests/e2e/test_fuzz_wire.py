@@ -32,7 +32,7 @@ from openvaala_lsp.protocol.codes import CODES
 
 EXAMPLES = int(os.environ.get("OPENVAALA_FUZZ_EXAMPLES") or 2000)
 LIMIT = 256 * 1024  # the message limit of the fuzzed process, so over-limit messages stay cheap
-SCHEMAS = Path(__file__).parent.parent / "schemas"
+SCHEMAS = Path(__file__).parent.parent.parent / "schemas"
 MAX_MESSAGE = 1100  # an error message's bound (1000) plus its length note
 SKIP_TYPED = {  # right-typed values for these could define commands or endpoints: only wrong types
     "openvaala/setDefinitions",
