@@ -16,7 +16,6 @@ from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.core import Runtime
 
 NOT_BUILT = {
-    "openvaala/forkConversation",
     "openvaala/compactContext",
     "openvaala/answerApproval",
 }

@@ -8,6 +8,7 @@ method checks that the runtime runs and hands over to one of the services below,
 | service | methods |
 |---|---|
 | `conversations.Conversations` | create, open, get, list, delete, archive, title, executor settings |
+| `forks.Forks` | fork |
 | `inputs.Inputs` | submit, steer, withdraw, interrupt |
 | `history.History` | sessions, turns, items, details, context usage, SQL |
 | `subscribing.Subscribing` | subscribe to conversations, sessions, running conversations |
@@ -38,6 +39,7 @@ from openvaala_lsp.protocol.errors import RuntimeStopped
 from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.configuration import Configuration
 from openvaala_lsp.runtime.conversations import Conversations
+from openvaala_lsp.runtime.forks import Forks
 from openvaala_lsp.runtime.history import History
 from openvaala_lsp.runtime.inputs import Inputs
 from openvaala_lsp.runtime.state import Lifecycle, RuntimeOptions, RuntimeState
@@ -66,6 +68,7 @@ class Runtime:
     def __init__(self, storage: Storage, definitions: Definitions | None = None, **options: Any) -> None:
         self.state = RuntimeState(storage, definitions, RuntimeOptions(**options))
         self.conversations = Conversations(self.state)
+        self.forks = Forks(self.state)
         self.inputs = Inputs(self.state)
         self.history = History(self.state)
         self.subscribing = Subscribing(self.state)
@@ -139,6 +142,10 @@ class Runtime:
     @_running
     async def delete_conversation(self, client: Client, params: api.DeleteConversationParams) -> api.EmptyResult:
         return await self.conversations.delete(client, params)
+
+    @_running
+    async def fork_conversation(self, client: Client, params: api.ForkConversationParams) -> Conversation:
+        return await self.forks.fork(client, params)
 
     @_running
     async def set_conversation_archived(

@@ -34,6 +34,7 @@ from openvaala_lsp.runtime.model_clients import ModelClients
 from openvaala_lsp.runtime.session import SessionRunner
 from openvaala_lsp.runtime.tasks import Tasks
 from openvaala_lsp.storage.interfaces import InvalidCursor, Storage
+from openvaala_lsp.storage.split import SplitStorage
 
 T = TypeVar("T")
 
@@ -55,7 +56,7 @@ class RuntimeOptions:
 
 class RuntimeState:
     def __init__(self, storage: Storage, definitions: Definitions | None, options: RuntimeOptions) -> None:
-        self.storage = storage
+        self.storage: Storage = SplitStorage(storage)  # ephemeral conversations stay in memory
         self.options = options
         self.source = DefinitionsSource(
             config_dir=options.config_dir, on_change=self._definitions_changed, watch_interval=options.watch_interval

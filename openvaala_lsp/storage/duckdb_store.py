@@ -397,6 +397,11 @@ class DuckDBStorage:
     ) -> list[ModelCall]:
         return await self._read(lambda cur: queries.list_model_calls(cur, conversation_id, session_id))
 
+    async def import_conversation(
+        self, conversation: Conversation, sessions: Iterable[Session], turns: Iterable[Turn], items: Iterable[Item]
+    ) -> list[Ordinal]:
+        return await self.bulk_write(conversations=[conversation], sessions=sessions, turns=turns, items=items)
+
     # Bulk import (seeding, imports): the same rows, ordinals and transaction path as the API above
 
     async def bulk_write(

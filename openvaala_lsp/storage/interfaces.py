@@ -15,7 +15,7 @@ Ordering and durability contract, shared by every implementation:
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol, TypeVar
 
 import attrs
@@ -173,6 +173,11 @@ class SqlStorage(Protocol):
 
 class Storage(RecordStorage, LogStorage, SqlStorage, Protocol):
     """One store serving the three interfaces (one DuckDB file, one writer)."""
+
+    async def import_conversation(
+        self, conversation: Conversation, sessions: Iterable[Session], turns: Iterable[Turn], items: Iterable[Item]
+    ) -> list[Ordinal]:
+        """Durable, in one transaction: a whole conversation (a fork). Returns the items' ordinals."""
 
     async def flush(self) -> None:
         """Commits everything queued so far."""

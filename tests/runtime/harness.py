@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -30,6 +31,11 @@ TIMEOUT = 20.0
 _clients = itertools.count(1)
 
 ClientTool = Callable[[str, str, str, dict[str, Any]], Any]
+
+
+def wire(value: Any) -> Any:
+    """The value as an editor receives it: through JSON (enums become strings, tuples lists)."""
+    return json.loads(json.dumps(value))
 
 
 class Harness:
@@ -90,7 +96,7 @@ class Harness:
         spec = REQUESTS.get(method)
         if spec is None or not hasattr(self.runtime, spec.runtime):
             raise WireError(-32601, f"Method Not Found: {method}", {"kind": "methodNotFound"})
-        return await asyncio.wait_for(dispatch(self.runtime, self.client, spec, params), timeout)
+        return wire(await asyncio.wait_for(dispatch(self.runtime, self.client, spec, params), timeout))
 
     async def call(self, name: str, params: Any = None, **kwargs: Any) -> Any:
         """`openvaala/<name>`."""
@@ -108,7 +114,7 @@ class Harness:
         while batch := await sub.next_batch(512):
             for method, params in notifications(sub, seq, batch):
                 seq = params["seq"]
-                await self._note({"jsonrpc": "2.0", "method": method, "params": params})
+                await self._note({"jsonrpc": "2.0", "method": method, "params": wire(params)})
         method, params = closed_notification(sub)
         await self._note({"jsonrpc": "2.0", "method": method, "params": params})
 
