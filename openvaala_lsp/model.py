@@ -75,6 +75,18 @@ class ContextUsageSource(enum.StrEnum):
     UNKNOWN = "unknown"
 
 
+class CompactionTrigger(enum.StrEnum):
+    MANUAL = "manual"  # compactContext
+    AUTO = "auto"  # the next request would pass the threshold
+    OVERFLOW = "overflow"  # the provider said the context was too long
+
+
+class ModelCallPurpose(enum.StrEnum):
+    TURN = "turn"
+    COMPACTION = "compaction"
+    TITLE = "title"
+
+
 class SessionInputMode(enum.StrEnum):
     QUEUE = "queue"
     STEER = "steer"
@@ -229,6 +241,20 @@ class ToolResult:
 
 
 @attrs.define(kw_only=True)
+class Compaction:
+    """What a `compaction` item did to the model's context (the log keeps everything for people).
+    `summarized`: the items before it left the context, and its text (a hand-off summary and the recent
+    user messages verbatim) stands in for them. `prunedItemIds`: tool results whose output left the
+    context (their calls stay). Tokens are the context's estimate before and after."""
+
+    trigger: CompactionTrigger
+    summarized: bool
+    pruned_item_ids: list[ItemId] = attrs.Factory(list)
+    tokens_before: int = 0
+    tokens_after: int = 0
+
+
+@attrs.define(kw_only=True)
 class Item:
     id: ItemId
     conversation_id: ConversationId
@@ -243,6 +269,7 @@ class Item:
     tool_result: ToolResult | None = None
     # opaque data a provider needs back in the next request (signed thinking, encrypted reasoning)
     provider_data: list[dict[str, Any]] | None = None
+    compaction: Compaction | None = None  # on `compaction` items
 
 
 @attrs.define(kw_only=True)
@@ -268,6 +295,7 @@ class ModelCall:
     usage_estimated: bool = False
     workspace: str | None = None
     error: str | None = None
+    purpose: ModelCallPurpose = ModelCallPurpose.TURN
 
 
 @attrs.define(kw_only=True)

@@ -16,7 +16,6 @@ from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.core import Runtime
 
 NOT_BUILT = {
-    "openvaala/compactContext",
     "openvaala/answerApproval",
 }
 # results that are shapes of PROTOCOL.md section 4 rather than <Method>Result

@@ -214,6 +214,12 @@ SESSION_EVENTS: list[Any] = [
     events.ContextUsageUpdated(context=model.ContextUsage(source=model.ContextUsageSource.ACTUAL, tokens=5, window=9)),
     events.UsageUpdated(usage=model.TokenUsage(input_tokens=3, total_tokens=3)),
     events.ErrorEvent(error=model.ErrorInfo(kind="providerError", message="rate limited")),
+    events.CompactionStarted(turn_id="turn_1"),
+    events.CompactionCompleted(
+        turn_id="turn_1",
+        before=model.ContextUsage(source=model.ContextUsageSource.ACTUAL, tokens=90, window=100),
+        after=model.ContextUsage(source=model.ContextUsageSource.ESTIMATED, tokens=20, window=100),
+    ),
 ]
 
 

@@ -18,6 +18,7 @@ from openvaala_lsp.model import (
     SessionState,
     TokenUsage,
     Turn,
+    TurnId,
 )
 from openvaala_lsp.protocol.api import PendingInputInfo
 
@@ -135,6 +136,24 @@ class ErrorEvent:
     error: ErrorInfo
 
 
+@attrs.define(kw_only=True)
+class CompactionStarted:
+    """The session is compacting its context (state `compacting`), in `turnId`."""
+
+    type: Literal["compactionStarted"] = "compactionStarted"
+    turn_id: TurnId
+
+
+@attrs.define(kw_only=True)
+class CompactionCompleted:
+    """The compaction item is saved (`itemCompleted` came first); the context before and after it."""
+
+    type: Literal["compactionCompleted"] = "compactionCompleted"
+    turn_id: TurnId
+    before: ContextUsage
+    after: ContextUsage
+
+
 SessionEvent = (
     ItemStarted
     | ItemDelta
@@ -147,6 +166,8 @@ SessionEvent = (
     | ContextUsageUpdated
     | UsageUpdated
     | ErrorEvent
+    | CompactionStarted
+    | CompactionCompleted
 )
 
 __all__ = ["ConversationEvent", "PendingInputInfo", "SessionEvent"]

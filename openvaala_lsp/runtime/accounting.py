@@ -1,5 +1,6 @@
 """A session's token accounting: what its model calls used, and how full the next request's context
-will be (the last call's actual usage plus estimates of what was added since)."""
+will be — the tokens the last call reported (or, after a compaction, the estimate of what is left)
+plus estimates of what was added since."""
 
 from __future__ import annotations
 
@@ -11,15 +12,19 @@ from openvaala_lsp.model import ContextUsage, ContextUsageSource, Item, ModelCal
 from openvaala_lsp.runtime import context
 
 
+@attrs.frozen
+class _Base:
+    tokens: int
+    seen: int  # how many history items it accounts for
+    estimated: bool
+
+
 @attrs.define(eq=False)
 class SessionUsage:
     usage: TokenUsage = attrs.Factory(TokenUsage)
     context: ContextUsage = attrs.Factory(ContextUsage)
-    last: tuple[ModelCall, int] | None = None  # the last call, and how many history items it saw
-
-    @property
-    def last_call(self) -> ModelCall | None:
-        return self.last[0] if self.last else None
+    last_call: ModelCall | None = None
+    _base: _Base | None = None
 
     def record(
         self,
@@ -28,30 +33,42 @@ class SessionUsage:
         history: Sequence[Item],
         produced: Iterable[Item],
         window: int,
+        *,
+        in_context: bool = True,
     ) -> None:
         """Accounts for one finished (or cut) model call. Usage the provider did not report (llama.cpp
-        while streaming, a cut stream) is estimated from what was sent and what came back."""
+        while streaming, a cut stream) is estimated from what was sent and what came back. A call that
+        is not the session's own context (a compaction's summary, a title) counts for usage only."""
         if reported is not None:
             call.usage = reported
         else:
             call.usage_estimated = True
-            prompt = sum(context.estimate_item(item) for item in history)
+            prompt = sum(context.estimate_item(item) for item in context.model_items(history))
             output = sum(context.estimate_item(item) for item in produced)
             call.usage = TokenUsage(input_tokens=prompt, output_tokens=output, total_tokens=prompt + output)
         self.usage = self.usage + call.usage
-        self.last = (call, len(history))
-        self.context = ContextUsage(
-            source=ContextUsageSource.ESTIMATED if call.usage_estimated else ContextUsageSource.ACTUAL,
-            tokens=call.usage.input_tokens + call.usage.output_tokens,
-            window=window,
-        )
+        if not in_context:
+            return
+        self.last_call = call
+        tokens = call.usage.input_tokens + call.usage.output_tokens
+        self._base = _Base(tokens=tokens, seen=len(history), estimated=call.usage_estimated)
+        source = ContextUsageSource.ESTIMATED if call.usage_estimated else ContextUsageSource.ACTUAL
+        self.context = ContextUsage(source=source, tokens=tokens, window=window)
+
+    def add(self, usage: TokenUsage) -> None:
+        """Usage spent on the session's behalf elsewhere (its sub-agents)."""
+        self.usage = self.usage + usage
+
+    def rebase(self, tokens: int, history: Sequence[Item], window: int) -> None:
+        """After a compaction: the context is what is left, an estimate until the next call reports."""
+        self._base = _Base(tokens=tokens, seen=len(history), estimated=True)
+        self.context = ContextUsage(source=ContextUsageSource.ESTIMATED, tokens=tokens, window=window)
 
     def next_request(self, history: Sequence[Item], window: int) -> ContextUsage:
         """Context the next request will use; `unknown` before any call."""
-        if self.last is None:
+        if self._base is None:
             return ContextUsage(source=ContextUsageSource.UNKNOWN, tokens=0, window=window)
-        call, seen = self.last
-        added = sum(context.estimate_item(item) for item in history[seen:])
-        base = call.usage.input_tokens + call.usage.output_tokens
-        source = ContextUsageSource.ACTUAL if not added and not call.usage_estimated else ContextUsageSource.ESTIMATED
-        return ContextUsage(source=source, tokens=base + added, window=window)
+        added = sum(context.estimate_item(item) for item in history[self._base.seen :])
+        exact = not added and not self._base.estimated
+        source = ContextUsageSource.ACTUAL if exact else ContextUsageSource.ESTIMATED
+        return ContextUsage(source=source, tokens=self._base.tokens + added, window=window)

@@ -9,7 +9,7 @@ method checks that the runtime runs and hands over to one of the services below,
 |---|---|
 | `conversations.Conversations` | create, open, get, list, delete, archive, title, executor settings |
 | `forks.Forks` | fork |
-| `inputs.Inputs` | submit, steer, withdraw, interrupt |
+| `inputs.Inputs` | submit, steer, withdraw, interrupt, compact |
 | `history.History` | sessions, turns, items, details, context usage, SQL |
 | `subscribing.Subscribing` | subscribe to conversations, sessions, running conversations |
 | `configuration.Configuration` | definitions, agents, models, hooks, skills, MCP servers, session model |
@@ -186,6 +186,10 @@ class Runtime:
         self, client: Client, params: api.InterruptTurnWithInputParams
     ) -> api.EmptyResult:
         return await self.inputs.interrupt_with(client, params)
+
+    @_running
+    async def compact_context(self, client: Client, params: api.CompactContextParams) -> api.CompactContextResult:
+        return await self.inputs.compact(client, params)
 
     @_running
     async def is_idle(self, client: Client, params: api.IsIdleParams) -> api.IsIdleResult:

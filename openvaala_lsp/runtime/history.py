@@ -7,20 +7,13 @@ from openvaala_lsp.definitions import ModelDefinition
 from openvaala_lsp.model import ContextUsage, LoggedItem, ModelRef, Order, Page, Session, TokenUsage, Turn
 from openvaala_lsp.protocol import api
 from openvaala_lsp.protocol.errors import InvalidParams, NoModelConfigured, NotFound, RuntimeStopped, SessionNotFound
-from openvaala_lsp.runtime import context
+from openvaala_lsp.runtime import compaction, context
 from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.model_clients import resolve_model
 from openvaala_lsp.runtime.state import RuntimeState
 from openvaala_lsp.storage.errors import QueryError, StorageClosedError
 from openvaala_lsp.storage.interfaces import all_session_items
 from openvaala_lsp.tools.registry import local_tools
-
-
-def threshold(model: ModelDefinition | None) -> int:
-    """Context tokens past which the session compacts: the model's own, else 90 % of its window."""
-    if model is None:
-        return 0
-    return model.compact_threshold or model.context_window * 9 // 10
 
 
 class History:
@@ -99,9 +92,10 @@ class History:
         session = await state.session(params.conversation_id, params.session_id)
         opened = state.open.get(params.conversation_id)
         runner = state.runner(session)
-        items = runner.loaded_history if runner else None
-        if items is None:
-            items = await all_session_items(state.storage, session.conversation_id, session.id)
+        history = runner.loaded_history if runner else None
+        if history is None:
+            history = await all_session_items(state.storage, session.conversation_id, session.id)
+        items = context.model_items(history)  # what the model sees, after any compaction
         definitions = await state.definitions_of(client, params.conversation_id)
         try:
             model: ModelDefinition | None = resolve_model(definitions, session.model, session.agent_name)
@@ -115,7 +109,7 @@ class History:
             items=[api.ItemTokens(item_id=item.id, tokens=context.estimate_item(item)) for item in items],
             next_request=runner.next_request_usage(window) if runner else ContextUsage(window=window),
             system_tokens=context.estimate_text(instructions),
-            threshold_tokens=threshold(model),
+            threshold_tokens=compaction.threshold(model),
             tool_tokens=context.estimate_tools(context.tool_specs(tools)),
             window=window,
             last_request=(

@@ -1,5 +1,5 @@
 """What clients send into a conversation: inputs (queued, steering or interrupting), steering and
-withdrawing them, and interrupts. The session runner does the work; this checks and routes."""
+withdrawing them, interrupts, and compaction. The session runner does the work; this checks and routes."""
 
 from __future__ import annotations
 
@@ -74,6 +74,10 @@ class Inputs:
             raise InvalidState("no turn is running")
         turn_ids = [runner.interrupt() for runner in running]
         return api.InterruptTurnResult(turn_id=turn_ids[0])
+
+    async def compact(self, client: Client, params: api.CompactContextParams) -> api.CompactContextResult:
+        runner = await self._main_runner(params.conversation_id)
+        return api.CompactContextResult(turn_id=runner.start_compaction())
 
     async def interrupt_with(self, client: Client, params: api.InterruptTurnWithInputParams) -> api.EmptyResult:
         await (await self._main_runner(params.conversation_id)).interrupt_with(params.item_id, params.turn_id)

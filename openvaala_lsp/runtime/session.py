@@ -37,7 +37,7 @@ from openvaala_lsp.model import (
 )
 from openvaala_lsp.protocol import events
 from openvaala_lsp.protocol.api import PendingInputInfo, StreamingItem
-from openvaala_lsp.protocol.errors import InvalidState
+from openvaala_lsp.protocol.errors import InvalidState, NoModelConfigured
 from openvaala_lsp.runtime import catalog, turns
 from openvaala_lsp.runtime.accounting import SessionUsage
 from openvaala_lsp.runtime.hosts import SessionHost
@@ -111,7 +111,7 @@ class SessionRunner:
         for sub in list(self.subscribers):
             sub.publish(event)
 
-    def _set_state(self, state: SessionState) -> None:
+    def set_state(self, state: SessionState) -> None:
         self.state = state
         self.publish(events.StateChanged(state=state))
         self.host.session_changed(self.runtime_info())
@@ -165,11 +165,20 @@ class SessionRunner:
         """Starts a turn with every pending input when the session is idle."""
         if self.active is not None or self.host.closed or not self.queue.waiting:
             return
-        definitions = self.host.definitions()
         try:
-            model = resolve_model(definitions, self.session.model, self.session.agent_name)
-        except Exception:
+            self._start(turns.execute, claim=True)
+        except NoModelConfigured:
             return  # submit checked this; definitions changed since: the inputs wait
+
+    def start_compaction(self) -> str:
+        """Starts a turn that compacts the context (compactContext); its id."""
+        if self.active is not None:
+            raise InvalidState("a turn is running: compact after it ends, or interrupt it")
+        return self._start(turns.compaction_turn, claim=False).turn.id
+
+    def _start(self, work: turns.TurnWork, *, claim: bool) -> ActiveTurn:
+        definitions = self.host.definitions()
+        model = resolve_model(definitions, self.session.model, self.session.agent_name)
         turn = Turn(
             id=new_id("turn"),
             conversation_id=self.session.conversation_id,
@@ -177,7 +186,7 @@ class SessionRunner:
             started_at=utcnow(),
             model=model.ref,
         )
-        inputs = self.queue.claim()
+        inputs = self.queue.claim() if claim else []
         hooks = SessionHooks(
             self.host.hooks(definitions),
             self.session,
@@ -186,10 +195,12 @@ class SessionRunner:
             publish=self.publish,
         )
         items = TurnItems(turn, self.host.storage, self.publish, self.saved)
-        self.active = ActiveTurn(turn=turn, definitions=definitions, model=model, items=items, hooks=hooks)
-        self.active.task = self.host.spawn(self._run(self.active, inputs), name=f"turn {turn.id}")
+        active = ActiveTurn(turn=turn, definitions=definitions, model=model, items=items, hooks=hooks)
+        self.active = active
+        active.task = self.host.spawn(self._run(active, inputs, work), name=f"turn {turn.id}")
+        return active
 
-    async def _run(self, active: ActiveTurn, inputs: list[PendingInput]) -> None:
+    async def _run(self, active: ActiveTurn, inputs: list[PendingInput], work: turns.TurnWork) -> None:
         turn = active.turn
         storage = self.host.storage
         try:
@@ -199,7 +210,7 @@ class SessionRunner:
             await storage.save_turn(turn, durable=True)
             await storage.touch_conversation(turn.conversation_id, turn.started_at)
             self.publish(events.TurnStarted(turn=copy.deepcopy(turn)))
-            self._set_state(SessionState.RUNNING)
+            self.set_state(SessionState.RUNNING)
         except asyncio.CancelledError:
             turn.status = TurnStatus.INTERRUPTED
         except Exception as exc:
@@ -207,7 +218,7 @@ class SessionRunner:
             turn.status = TurnStatus.FAILED
             turn.error = ErrorInfo(kind="internal", message=f"{type(exc).__name__}: {exc}")
         else:
-            await turns.execute(self, active, inputs)
+            await work(self, active, inputs)
         await self._finish(active)
 
     async def _finish(self, active: ActiveTurn) -> None:
@@ -223,7 +234,7 @@ class SessionRunner:
         self.publish(events.TurnCompleted(turn=copy.deepcopy(turn)))
         self.active = None
         self.last_turn = turn
-        self._set_state(SessionState.IDLE)
+        self.set_state(SessionState.IDLE)
         self.host.turn_ended()
         if turn.status != TurnStatus.FAILED:
             self.maybe_start()

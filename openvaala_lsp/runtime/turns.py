@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -19,7 +19,9 @@ from openvaala_lsp.definitions import Definitions, ModelDefinition
 from openvaala_lsp.model import (
     Address,
     AddressKind,
+    CompactionTrigger,
     Content,
+    ContextUsageSource,
     ErrorInfo,
     Item,
     ItemStatus,
@@ -27,6 +29,7 @@ from openvaala_lsp.model import (
     ModelCall,
     PendingInput,
     Session,
+    SessionState,
     TokenUsage,
     ToolCall,
     Turn,
@@ -35,12 +38,15 @@ from openvaala_lsp.model import (
     utcnow,
 )
 from openvaala_lsp.protocol import events
+from openvaala_lsp.protocol.errors import NoModelConfigured
 from openvaala_lsp.providers import base as provider_events
-from openvaala_lsp.providers.base import ProviderError
-from openvaala_lsp.runtime import context
+from openvaala_lsp.providers.base import Provider, ProviderError, ToolSpec
+from openvaala_lsp.providers.errors import CONTEXT_LENGTH_EXCEEDED
+from openvaala_lsp.runtime import compaction, context
 from openvaala_lsp.runtime.accounting import SessionUsage
 from openvaala_lsp.runtime.hosts import SessionHost
 from openvaala_lsp.runtime.input_queue import InputQueue
+from openvaala_lsp.runtime.model_clients import resolve_model
 from openvaala_lsp.runtime.session_hooks import SessionHooks
 from openvaala_lsp.runtime.streaming import TurnItems
 from openvaala_lsp.runtime.tool_calls import run_tool_call
@@ -68,6 +74,8 @@ class TurnOwner(Protocol):
 
     def publish(self, event: Any) -> None: ...
 
+    def set_state(self, state: SessionState) -> None: ...
+
     def saved(self, ordinal: int, item: Item) -> None:
         """An item is in the log now: the history grows and subscribers hear `itemCompleted`."""
 
@@ -77,6 +85,10 @@ class TurnOwner(Protocol):
         """Context from the sessionStart hooks, which fire once per session and runtime."""
 
     def instructions(self, definitions: Definitions) -> str: ...
+
+
+TurnWork = Callable[["TurnOwner", "ActiveTurn", list[PendingInput]], Awaitable[None]]
+"""What a turn does (`execute`, or `compaction_turn`): it leaves its outcome in the turn."""
 
 
 @attrs.define(eq=False)
@@ -91,6 +103,8 @@ class ActiveTurn:
     context: list[str] = attrs.Factory(list)  # hook-added context for this turn's requests
     # until the turn has recorded its inputs an interrupt only marks it: the inputs belong to the turn
     committed: bool = False
+    auto_compacted: bool = False  # automatic compaction runs at most once per turn
+    overflow_retried: bool = False  # a context-length error gets one compaction and one retry
 
 
 async def execute(owner: TurnOwner, active: ActiveTurn, inputs: list[PendingInput]) -> None:
@@ -136,30 +150,48 @@ async def record_input(owner: TurnOwner, pending: PendingInput, turn_id: str, st
 
 
 async def _loop(owner: TurnOwner, active: ActiveTurn) -> None:
-    host, session, model = owner.host, owner.session, active.model
+    host, session = owner.host, owner.session
     await host.start_mcp(active.definitions, session.agent_name, wait=True)
     history = await owner.history()
     session_context = await owner.session_context(history, active.turn, active.hooks)
     instructions = "\n\n".join([owner.instructions(active.definitions), *session_context])
-    provider = await host.provider(model)
+    provider: Provider | None = None
     stop_continuations = 0
     while True:
         for pending in owner.queue.claim_steering(active.turn.id):
             await record_input(owner, pending, active.turn.id)
+        model = _current_model(owner, active)  # setSessionModel takes effect at the next model call
+        if provider is None or model is not active.model:
+            active.model = model
+            provider = await host.provider(model)
         # tools are taken at each call: an MCP server that became ready or changed its list joins in
         tools = host.tools(active.definitions, session.agent_name)
         by_name = {tool.name: tool for tool in tools}
+        specs = context.tool_specs(tools)
+        system = "\n\n".join([instructions, *active.context])
+        if not active.auto_compacted and _over_threshold(owner, model, system, specs, await owner.history()):
+            active.auto_compacted = True
+            await compaction.compact(owner, active, CompactionTrigger.AUTO)
         request = context.build_request(
             model.ref.name,
-            "\n\n".join([instructions, *active.context]),
+            system,
             await owner.history(),
-            context.tool_specs(tools),
+            specs,
             max_output_tokens=model.max_output_tokens,
             reasoning_effort=session.model.reasoning_effort,
         )
-        # aclosing: a stream left early (error, interrupt) closes its connection at once
-        async with contextlib.aclosing(provider.stream(request)) as stream:  # type: ignore[type-var]
-            calls = await _call_model(owner, active, stream)
+        try:
+            # aclosing: a stream left early (error, interrupt) closes its connection at once
+            async with contextlib.aclosing(provider.stream(request)) as stream:  # type: ignore[type-var]
+                calls = await _call_model(owner, active, stream)
+        except ProviderError as exc:
+            if exc.kind != CONTEXT_LENGTH_EXCEEDED or active.overflow_retried or active.items.streaming:
+                raise
+            active.overflow_retried = active.auto_compacted = True
+            outcome = await compaction.compact(owner, active, CompactionTrigger.OVERFLOW)
+            if not outcome.compacted:
+                raise
+            continue  # the same call once more, with the compacted context
         if not calls:
             history = await owner.history()
             last = next((i for i in reversed(history) if i.type == ItemType.ASSISTANT_MESSAGE), None)
@@ -176,6 +208,43 @@ async def _loop(owner: TurnOwner, active: ActiveTurn) -> None:
             assert call_item.tool_call is not None
             if await run_tool_call(call_item.tool_call, by_name, active.items, active.hooks, host.tool_context()):
                 return  # a hook said `continue: false`
+
+
+def _current_model(owner: TurnOwner, active: ActiveTurn) -> ModelDefinition:
+    """The session's model now; the turn's until then if the definitions no longer have one."""
+    try:
+        model = resolve_model(active.definitions, owner.session.model, owner.session.agent_name)
+    except NoModelConfigured:
+        return active.model
+    return active.model if model == active.model else model
+
+
+def _over_threshold(
+    owner: TurnOwner, model: ModelDefinition, system: str, specs: list[ToolSpec], history: list[Item]
+) -> bool:
+    """Whether the next request would pass the model's compaction threshold: the last call's actual
+    size plus what was added since, or an estimate of the whole before any call."""
+    limit = compaction.threshold(model)
+    projected = owner.usage.next_request(history, model.context_window)
+    if projected.source is ContextUsageSource.UNKNOWN:
+        return limit > 0 and context.estimate_request(system, specs, history) > limit
+    return limit > 0 and projected.tokens > limit
+
+
+async def compaction_turn(owner: TurnOwner, active: ActiveTurn, inputs: list[PendingInput]) -> None:
+    """A turn of compactContext: it compacts the context, and does nothing else."""
+    turn = active.turn
+    active.committed = True
+    try:
+        outcome = await compaction.compact(owner, active, CompactionTrigger.MANUAL)
+        turn.status = TurnStatus.COMPLETED if outcome.compacted else TurnStatus.FAILED
+        turn.error = outcome.error
+    except asyncio.CancelledError:
+        turn.status = TurnStatus.INTERRUPTED
+    except Exception as exc:
+        logger.exception("compaction turn %s failed", turn.id)
+        turn.status = TurnStatus.FAILED
+        turn.error = ErrorInfo(kind="internal", message=f"{type(exc).__name__}: {exc}")
 
 
 async def _call_model(owner: TurnOwner, active: ActiveTurn, stream: AsyncIterator[Any]) -> list[Item]:

@@ -21,6 +21,7 @@ from openvaala_lsp.model import (
     Item,
     LoggedItem,
     ModelCall,
+    ModelCallPurpose,
     ModelRef,
     ModelSelection,
     Ordinal,
@@ -310,6 +311,7 @@ MODEL_CALL_COLUMNS = (
     "usage_estimated",
     "workspace",
     "error",
+    "purpose",
 )
 MODEL_CALL_SELECT = ", ".join(MODEL_CALL_COLUMNS)
 
@@ -329,12 +331,13 @@ def model_call_row(m: ModelCall) -> Row:
         m.usage_estimated,
         m.workspace,
         m.error,
+        m.purpose.value,
     )
 
 
 def model_call_from_row(row: Row) -> ModelCall:
     mid, cid, sid, tid, provider, model, started, latency, first_token = row[:9]
-    estimated, workspace, error = row[-3:]
+    estimated, workspace, error, purpose = row[-4:]
     return ModelCall(
         id=mid,
         conversation_id=cid,
@@ -345,10 +348,11 @@ def model_call_from_row(row: Row) -> ModelCall:
         started_at=as_utc(started),
         latency_ms=latency,
         first_token_ms=first_token,
-        usage=_usage_from(row[9:-3]),
+        usage=_usage_from(row[9:-4]),
         usage_estimated=estimated,
         workspace=workspace,
         error=error,
+        purpose=ModelCallPurpose(purpose),
     )
 
 

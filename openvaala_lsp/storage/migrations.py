@@ -122,7 +122,12 @@ SELECT workspace, provider, model,{_USAGE_SUMS},
 FROM model_calls GROUP BY ALL;
 """
 
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, V1),)
+# Why a model call was made: a turn's own call, a compaction's summary, a title.
+V2 = """
+ALTER TABLE model_calls ADD COLUMN purpose VARCHAR NOT NULL DEFAULT 'turn';
+"""
+
+MIGRATIONS: tuple[tuple[int, str], ...] = ((1, V1), (2, V2))
 LATEST_VERSION = MIGRATIONS[-1][0]
 
 
