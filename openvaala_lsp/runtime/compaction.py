@@ -121,11 +121,8 @@ async def compact(owner: Any, active: Any, trigger: CompactionTrigger) -> Outcom
         view = context.model_items(history)
         prunable = _prunable(view, window)
         freed = sum(context.estimate_item(i) - context.estimate_text(context.PRUNED_TEXT) for i in prunable)
-        if (
-            trigger is CompactionTrigger.AUTO
-            and prunable
-            and before_tokens - freed <= threshold(model) * PRUNE_TARGET_SHARE
-        ):
+        enough = before.tokens - freed <= threshold(model) * PRUNE_TARGET_SHARE
+        if trigger is CompactionTrigger.AUTO and prunable and enough:
             record = Compaction(trigger=trigger, summarized=False, pruned_item_ids=[i.id for i in prunable])
             text = ""
         else:
@@ -186,7 +183,7 @@ def _prunable(view: Sequence[Item], window: int) -> list[Item]:
             continue
         budget = kept  # the budget is spent: every older output may go
         candidates.append(item)
-    return candidates
+    return candidates[::-1]  # in log order
 
 
 async def _handoff(owner: Any, active: Any, view: Sequence[Item], prunable: Sequence[Item]) -> str:
