@@ -64,6 +64,9 @@ class AgentDefinition:
     tools: list[str] | None = None
     skills: list[str] | None = None
     mcp_servers: list[str] | None = None
+    sub_agents: list[str] | None = None  # agents this one may hand a task to (the `subagent` tool)
+    title_model: ModelRef | None = None  # the model that titles its conversations (default: the session's)
+    titles: bool = True  # whether its conversations get a title after the first exchange
 
 
 @attrs.define(kw_only=True)

@@ -44,6 +44,7 @@ from openvaala_lsp.runtime.history import History
 from openvaala_lsp.runtime.inputs import Inputs
 from openvaala_lsp.runtime.state import Lifecycle, RuntimeOptions, RuntimeState
 from openvaala_lsp.runtime.subscribing import Subscribing
+from openvaala_lsp.runtime.titles import Titles
 from openvaala_lsp.runtime.workspace import Workspace
 from openvaala_lsp.storage.interfaces import Storage
 
@@ -74,6 +75,7 @@ class Runtime:
         self.subscribing = Subscribing(self.state)
         self.configuration = Configuration(self.state)
         self.workspace = Workspace(self.state)
+        self.titles = Titles(self.state)
 
     @classmethod
     async def start(cls, storage: Storage, definitions: Definitions | None = None, **options: Any) -> Runtime:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import enum
-from collections.abc import Awaitable, Coroutine, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -68,6 +68,7 @@ class RuntimeState:
         self.live = Live(self.open)
         self.tasks = Tasks()
         self.lifecycle = Lifecycle.RUNNING
+        self.turn_listeners: list[Callable[[ConversationId], None]] = []  # services told when a turn ends
         # read-modify-write of one conversation's record is serialised so no update is lost
         self.record_locks: dict[ConversationId, asyncio.Lock] = collections.defaultdict(asyncio.Lock)
 
@@ -146,6 +147,8 @@ class RuntimeState:
 
     def turn_ended(self, conversation_id: ConversationId) -> None:
         self.live.turn_ended(conversation_id)
+        for listener in list(self.turn_listeners):
+            listener(conversation_id)
 
     def mark_reconfigured(self, conversation_ids: Iterable[ConversationId]) -> None:
         """Conversations mid-turn keep their definitions until the turn ends, then their

@@ -105,7 +105,7 @@ async def test_compact_context_writes_a_hand_off_the_next_request_starts_from(
     calls = await agent.call(
         "query", {"sql": "SELECT purpose, count(*) FROM model_calls GROUP BY ALL ORDER BY purpose"}
     )
-    assert calls["rows"] == [["compaction", 1], ["turn", 4]]
+    assert calls["rows"] == [["compaction", 1], ["title", 1], ["turn", 4]]
 
 
 async def test_a_threshold_crossing_prunes_old_tool_outputs_when_that_is_enough(

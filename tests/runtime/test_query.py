@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from typing import Any
 
@@ -29,7 +30,7 @@ async def test_query_reads_the_token_usage_of_a_real_turn(agent: Harness, provid
     calls = await query(
         agent,
         "SELECT provider, model, input_tokens, cached_input_tokens, output_tokens, total_tokens, turn_id, started_at"
-        " FROM model_calls WHERE conversation_id = ?",
+        " FROM model_calls WHERE conversation_id = ? AND purpose = 'turn'",
         session.id,
     )
     assert [c["name"] for c in calls["columns"]][:2] == ["provider", "model"]
@@ -44,10 +45,23 @@ async def test_query_reads_the_token_usage_of_a_real_turn(agent: Harness, provid
     assert (provider_name, model, tokens, turn_id) == ("fake", "fake-model", expected, turn["id"])
     assert started_at.endswith("Z") and dt.datetime.fromisoformat(started_at).tzinfo is not None
 
+    async with asyncio.timeout(10):  # the title's call, made after the turn, counts too
+        while not (await agent.call("getConversation", {"conversationId": session.id}))["title"]:
+            await asyncio.sleep(0.02)
+    title = await query(agent, "SELECT input_tokens, output_tokens FROM model_calls WHERE purpose = 'title'")
+    [[title_in, title_out]] = title["rows"]
     by_day = await query(
         agent, "SELECT day, provider, model, calls, input_tokens, output_tokens FROM usage_by_model_day"
     )
-    assert by_day["rows"] == [[started_at[:10], "fake", "fake-model", 1, usage["inputTokens"], usage["outputTokens"]]]
+    per_day = [
+        started_at[:10],
+        "fake",
+        "fake-model",
+        2,
+        usage["inputTokens"] + title_in,
+        usage["outputTokens"] + title_out,
+    ]
+    assert by_day["rows"] == [per_day]
 
     items = await query(
         agent, "SELECT type, payload FROM items WHERE conversation_id = $1 ORDER BY ordinal", session.id, limit=1
