@@ -103,7 +103,7 @@ async def compact(owner: Any, active: Any, trigger: CompactionTrigger) -> Outcom
     host, turn, model = owner.host, active.turn, active.model
     window = model.context_window
     history = list(await owner.history())
-    tools = context.tool_specs(host.tools(active.definitions, owner.session.agent_name))
+    tools = context.tool_specs(host.tools(active.definitions, owner.session))
     instructions = owner.instructions(active.definitions)
     before_tokens = context.estimate_request(instructions, tools, history)
     before = owner.usage.next_request(history, window)

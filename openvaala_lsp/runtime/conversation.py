@@ -14,7 +14,7 @@ from openvaala_lsp.mcp import MCPManager
 from openvaala_lsp.mcp.model import ClientMCPServer
 from openvaala_lsp.model import Conversation, Session, SessionRuntimeInfo, WorkspaceFolder
 from openvaala_lsp.providers.base import Provider
-from openvaala_lsp.runtime import catalog
+from openvaala_lsp.runtime import catalog, subagents
 from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.client_tools import ClientToolAdapter
 from openvaala_lsp.runtime.folders import containing_folder
@@ -100,10 +100,10 @@ class OpenConversation:
         roots = [folder.path for folder in self.folders] or [self.directory()]
         return ToolContext(directory=self.directory(), roots=roots, environment=self.environment)
 
-    def tools(self, definitions: Definitions, agent_name: str) -> list[Tool]:
-        """The agent's local tools (its `tools` list filters them), its skills, the tools of its MCP
-        servers that are ready, and the tools editors serve for this conversation."""
-        agent = catalog.configured_agent(definitions, agent_name)
+    def tools(self, definitions: Definitions, session: Session) -> list[Tool]:
+        """The agent's local tools (its `tools` list filters them), its skills, its sub-agents, the
+        tools of its MCP servers that are ready, and the tools editors serve for this conversation."""
+        agent = catalog.configured_agent(definitions, session.agent_name)
         tools: list[Tool] = local_tools()
         if agent is not None and agent.tools is not None:
             allowed = set(agent.tools)
@@ -111,6 +111,13 @@ class OpenConversation:
         skills = agent_skills(definitions, agent)
         if skills:
             tools.append(SkillTool(skills))
+        parent = self.runners.get(session.id)
+        sessions = {runner.session.id: runner.session for runner in self.runners.values()}
+        known = (
+            [name for name in (agent.sub_agents or []) if catalog.configured_agent(definitions, name)] if agent else []
+        )
+        if known and parent is not None and subagents.depth(session, sessions) < subagents.MAX_DEPTH:
+            tools.append(subagents.SubAgentTool(self, parent, definitions, known))
         tools += self.mcp.tools()
         for client, servers in self.client_servers.values():
             tools += [ClientToolAdapter(client, self.id, s, t) for s in servers for t in s.tools]
@@ -130,6 +137,14 @@ class OpenConversation:
 
     async def provider(self, model: ModelDefinition) -> Provider:
         return await self._host.provider(model, self.environment)
+
+    async def add_session(self, session: Session) -> SessionRunner:
+        """A new session of the conversation (a sub-agent's), saved, running, announced."""
+        await self.storage.create_session(session)
+        runner = SessionRunner(self, session)
+        self.runners[session.id] = runner
+        self._host.session_added(session)
+        return runner
 
     def spawn(self, coro: Coroutine[Any, Any, T], *, name: str | None = None) -> asyncio.Task[T]:
         return self._host.spawn(coro, name=name)

@@ -102,7 +102,7 @@ class History:
         except NoModelConfigured:
             model = None
         window = model.context_window if model else 0
-        tools = opened.tools(definitions, session.agent_name) if opened else local_tools()
+        tools = opened.tools(definitions, session) if opened else local_tools()
         instructions = runner.instructions(definitions) if runner else ""
         last = runner.last_call if runner else None
         return api.SessionContextUsage(

@@ -10,7 +10,7 @@ from typing import Any, Protocol, TypeVar
 
 from openvaala_lsp.definitions import Definitions, ModelDefinition
 from openvaala_lsp.hooks import HookRunner
-from openvaala_lsp.model import SessionRuntimeInfo
+from openvaala_lsp.model import Session, SessionRuntimeInfo
 from openvaala_lsp.providers.base import Provider
 from openvaala_lsp.runtime.definitions_source import FolderKey
 from openvaala_lsp.storage.interfaces import Storage
@@ -38,6 +38,8 @@ class ConversationHost(Protocol):
 
     def turn_ended(self, conversation_id: str) -> None: ...
 
+    def session_added(self, session: Session) -> None: ...
+
 
 class SessionHost(Protocol):
     """What a session needs from its conversation."""
@@ -61,7 +63,7 @@ class SessionHost(Protocol):
 
     def tool_context(self) -> ToolContext: ...
 
-    def tools(self, definitions: Definitions, agent_name: str) -> list[Tool]: ...
+    def tools(self, definitions: Definitions, session: Session) -> list[Tool]: ...
 
     async def start_mcp(self, definitions: Definitions, agent_name: str, *, wait: bool) -> None: ...
 

@@ -72,6 +72,7 @@ class SessionRunner:
         self.loaded_history: list[Item] | None = None  # the session's saved items, loaded on first turn
         self._session_started = False  # sessionStart fires on this runtime's first turn of the session
         self._session_context: list[str] = []
+        self._waiting: dict[str, asyncio.Future[Turn]] = {}  # input item id -> the turn that takes it
 
     # Views
 
@@ -128,6 +129,21 @@ class SessionRunner:
         if pending.mode == SessionInputMode.INTERRUPT and self.active is not None:
             self.interrupt()
         self.maybe_start()
+
+    async def run_task(self, pending: PendingInput) -> Turn:
+        """Adds an input and waits for the turn that runs it to end (a sub-agent's task)."""
+        waiter: asyncio.Future[Turn] = asyncio.get_running_loop().create_future()
+        self._waiting[pending.item.id] = waiter
+        await self.add_input(pending)
+        return await waiter
+
+    def add_usage(self, turn: Turn) -> None:
+        """A sub-agent's turn spent this on the session's behalf: it counts in its totals and turn."""
+        self.usage.add(turn.usage)
+        if self.active is not None:
+            self.active.turn.usage = self.active.turn.usage + turn.usage
+        self.publish(events.UsageUpdated(usage=self.usage.usage))
+        self.host.session_changed(self.runtime_info())
 
     async def steer(self, item_id: str, turn_id: str) -> None:
         self.queue.find(item_id)
@@ -220,6 +236,11 @@ class SessionRunner:
         else:
             await work(self, active, inputs)
         await self._finish(active)
+        if active.committed:  # inputs given back before they were recorded run (and are awaited) later
+            for pending in inputs:
+                waiter = self._waiting.pop(pending.item.id, None)
+                if waiter is not None and not waiter.done():
+                    waiter.set_result(turn)
 
     async def _finish(self, active: ActiveTurn) -> None:
         turn = active.turn

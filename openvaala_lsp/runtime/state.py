@@ -145,6 +145,9 @@ class RuntimeState:
     def session_changed(self, conversation_id: ConversationId, info: SessionRuntimeInfo) -> None:
         self.live.session_changed(conversation_id, info)
 
+    def session_added(self, session: Session) -> None:
+        self.live.session_added(session)
+
     def turn_ended(self, conversation_id: ConversationId) -> None:
         self.live.turn_ended(conversation_id)
         for listener in list(self.turn_listeners):

@@ -165,7 +165,7 @@ async def _loop(owner: TurnOwner, active: ActiveTurn) -> None:
             active.model = model
             provider = await host.provider(model)
         # tools are taken at each call: an MCP server that became ready or changed its list joins in
-        tools = host.tools(active.definitions, session.agent_name)
+        tools = host.tools(active.definitions, session)
         by_name = {tool.name: tool for tool in tools}
         specs = context.tool_specs(tools)
         system = "\n\n".join([instructions, *active.context])

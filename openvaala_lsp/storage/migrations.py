@@ -127,7 +127,35 @@ V2 = """
 ALTER TABLE model_calls ADD COLUMN purpose VARCHAR NOT NULL DEFAULT 'turn';
 """
 
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, V1), (2, V2))
+# A session with its sub-agents, their sub-agents and so on: what the session cost in all.
+V3 = f"""
+CREATE VIEW sessions_tree AS
+WITH RECURSIVE tree(session_id, member_id) AS (
+  SELECT id, id FROM sessions
+  UNION ALL
+  SELECT tree.session_id, child.id FROM tree JOIN sessions child ON child.parent_session_id = tree.member_id
+)
+SELECT s.conversation_id, tree.session_id, s.agent_name, s.parent_session_id,
+  count(DISTINCT tree.member_id) AS sessions,
+  count(m.id) AS calls,
+  {
+    ", ".join(
+        f"coalesce(sum(m.{c}), 0)::BIGINT AS {c}"
+        for c in (
+            "input_tokens",
+            "cached_input_tokens",
+            "cache_write_tokens",
+            "output_tokens",
+            "reasoning_tokens",
+            "total_tokens",
+        )
+    )
+}
+FROM tree JOIN sessions s ON s.id = tree.session_id LEFT JOIN model_calls m ON m.session_id = tree.member_id
+GROUP BY ALL;
+"""
+
+MIGRATIONS: tuple[tuple[int, str], ...] = ((1, V1), (2, V2), (3, V3))
 LATEST_VERSION = MIGRATIONS[-1][0]
 
 
