@@ -7,7 +7,6 @@ from openvaala_lsp.definitions import Definitions
 from openvaala_lsp.model import (
     Conversation,
     ConversationListEntry,
-    ErrorInfo,
     ExecutorSettings,
     Page,
     Session,
@@ -15,7 +14,7 @@ from openvaala_lsp.model import (
     utcnow,
 )
 from openvaala_lsp.protocol import api, events
-from openvaala_lsp.protocol.errors import ConversationNotFound, InvalidParams
+from openvaala_lsp.protocol.errors import InvalidParams
 from openvaala_lsp.runtime import catalog
 from openvaala_lsp.runtime.client import Client, environment_of
 from openvaala_lsp.runtime.conversation import OpenConversation
@@ -33,8 +32,6 @@ class Conversations:
 
     async def create(self, client: Client, params: api.CreateConversationParams) -> Conversation:
         state = self.state
-        if params.ephemeral:
-            raise InvalidParams("ephemeral conversations are not supported by this version @ $.ephemeral")
         definitions = await state.definitions(client)
         agent = catalog.find_agent(definitions, params.agent_name) if params.agent_name else None
         agent_name = (agent or catalog.agents(definitions)[0]).name
@@ -48,6 +45,7 @@ class Conversations:
             updated_at=now,
             executor_settings=executor_settings,
             model=model,
+            ephemeral=params.ephemeral,
         )
         session = Session(
             id=new_id("sess"),
@@ -60,6 +58,8 @@ class Conversations:
         environment = environment_of(client, params.environment)
         folders = real_folders(await client.workspace_folders())
         state.open[conversation.id] = OpenConversation(state, conversation, [session], environment, folders)
+        if conversation.ephemeral:
+            state.watch_ephemeral()
         return conversation
 
     async def open(self, client: Client, params: api.OpenConversationParams) -> Conversation:
@@ -118,17 +118,8 @@ class Conversations:
         return page
 
     async def delete(self, client: Client, params: api.DeleteConversationParams) -> api.EmptyResult:
-        state = self.state
-        async with state.record_locks[params.conversation_id]:
-            await state.conversation(params.conversation_id)
-            opened = state.open.pop(params.conversation_id, None)
-            if opened is not None:
-                await opened.stop()
-            reason = ErrorInfo(kind=ConversationNotFound.kind, message="conversation deleted")
-            state.live.close_conversation(params.conversation_id, reason, opened)
-            state.live.update_running()
-            await state.storage.delete_conversation(params.conversation_id)
-        state.record_locks.pop(params.conversation_id, None)
+        await self.state.conversation(params.conversation_id)
+        await self.state.discard(params.conversation_id, "conversation deleted")
         return api.EmptyResult()
 
     async def set_archived(self, client: Client, params: api.SetConversationArchivedParams) -> Conversation:

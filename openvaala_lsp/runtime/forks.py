@@ -110,6 +110,8 @@ class Forks:
         opened = OpenConversation(state, conversation, copied_sessions, environment, folders)
         opened.last_ordinal = len(copied_items)
         state.open[conversation.id] = opened
+        if conversation.ephemeral:
+            state.watch_ephemeral()
         return conversation
 
 

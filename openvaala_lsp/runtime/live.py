@@ -93,6 +93,10 @@ class Live:
         client.attach(sub)
         return sub
 
+    def watched(self, opened: OpenConversation) -> bool:
+        """Whether anyone subscribes to the conversation or one of its sessions."""
+        return bool(self._conversation_subs.get(opened.id)) or bool(opened.subscriptions())
+
     # Publishing
 
     def publish_conversation(self, conversation_id: ConversationId, event: events.ConversationEvent) -> None:

@@ -16,7 +16,7 @@ import attrs
 
 from openvaala_lsp.definitions import Definitions, ModelDefinition
 from openvaala_lsp.hooks import HookRunner
-from openvaala_lsp.model import Conversation, ConversationId, Session, SessionRuntimeInfo
+from openvaala_lsp.model import Conversation, ConversationId, ErrorInfo, Session, SessionRuntimeInfo
 from openvaala_lsp.protocol.errors import (
     ConversationNotFound,
     ConversationNotOpen,
@@ -39,6 +39,7 @@ from openvaala_lsp.storage.split import SplitStorage
 T = TypeVar("T")
 
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
+UNSAVED_IDLE_TIMEOUT = 30 * 60.0  # seconds an ephemeral conversation lives with no subscriber
 
 
 class Lifecycle(enum.Enum):
@@ -52,6 +53,9 @@ class RuntimeOptions:
     max_image_bytes: int = MAX_IMAGE_BYTES
     config_dir: Path | None = None  # where the user's configuration lives (default: paths.config_dir())
     watch_interval: float = 1.0  # seconds between looks at the configuration files
+    # seconds an ephemeral conversation lives with no subscriber and no turn (the seed's
+    # UnsavedConversationIdleTimeout); OPENVAALA_EPHEMERAL_IDLE_SECONDS sets it for the processes
+    unsaved_idle_timeout: float = UNSAVED_IDLE_TIMEOUT
 
 
 class RuntimeState:
@@ -71,6 +75,7 @@ class RuntimeState:
         self.turn_listeners: list[Callable[[ConversationId], None]] = []  # services told when a turn ends
         # read-modify-write of one conversation's record is serialised so no update is lost
         self.record_locks: dict[ConversationId, asyncio.Lock] = collections.defaultdict(asyncio.Lock)
+        self._reaper: asyncio.Task[None] | None = None
 
     def ensure_running(self) -> None:
         if self.lifecycle is not Lifecycle.RUNNING:
@@ -158,6 +163,40 @@ class RuntimeState:
         subscriptions close with `conversationReconfigured`."""
         for conversation_id in conversation_ids:
             self.open[conversation_id].reconfigured = True
+
+    # Ending conversations
+
+    async def discard(self, conversation_id: ConversationId, why: str) -> None:
+        """Stops the conversation, closes its subscriptions (kind conversationNotFound, `why`) and
+        removes it with everything it holds."""
+        async with self.record_locks[conversation_id]:
+            opened = self.open.pop(conversation_id, None)
+            if opened is not None:
+                await opened.stop()
+            reason = ErrorInfo(kind=ConversationNotFound.kind, message=why)
+            self.live.close_conversation(conversation_id, reason, opened)
+            self.live.update_running()
+            await self.storage.delete_conversation(conversation_id)
+        self.record_locks.pop(conversation_id, None)
+
+    def watch_ephemeral(self) -> None:
+        """Starts (once) the task that deletes ephemeral conversations left unwatched and idle."""
+        if self._reaper is None or self._reaper.done():
+            self._reaper = self.spawn(self._reap(), name="ephemeral conversations")
+
+    async def _reap(self) -> None:
+        timeout = self.options.unsaved_idle_timeout
+        idle_since: dict[ConversationId, float] = {}
+        loop = asyncio.get_running_loop()
+        while any(opened.record.ephemeral for opened in self.open.values()):
+            await asyncio.sleep(min(max(timeout / 4, 0.01), 30.0))
+            now = loop.time()
+            for opened in [o for o in self.open.values() if o.record.ephemeral]:
+                if opened.busy or self.live.watched(opened):
+                    idle_since.pop(opened.id, None)
+                elif now - idle_since.setdefault(opened.id, now) >= timeout:
+                    idle_since.pop(opened.id, None)
+                    await self.discard(opened.id, "ephemeral conversation left idle")
 
     def _definitions_changed(self, folders: FolderKey) -> None:
         self.mark_reconfigured(

@@ -102,9 +102,3 @@ async def test_session_and_id_errors(client: Harness) -> None:
     with pytest.raises(ResponseError) as err:
         await client.call("setConversationTitle", {"conversationId": cid, "title": "x" * 1001})
     assert err.value.kind == "invalidParams" and "$.title" in err.value.message
-
-
-async def test_ephemeral_is_refused_clearly(client: Harness) -> None:
-    with pytest.raises(ResponseError) as err:
-        await client.call("createConversation", {"ephemeral": True})
-    assert err.value.kind == "invalidParams" and "$.ephemeral" in err.value.message
