@@ -34,20 +34,24 @@ class SessionUsage:
         produced: Iterable[Item],
         window: int,
         *,
+        sent: int | None = None,
         in_context: bool = True,
+        answered: bool = True,
     ) -> None:
         """Accounts for one finished (or cut) model call. Usage the provider did not report (llama.cpp
-        while streaming, a cut stream) is estimated from what was sent and what came back. A call that
-        is not the session's own context (a compaction's summary, a title) counts for usage only."""
+        while streaming, a cut stream) is estimated from what was sent and what came back; a call that
+        got no answer at all (an HTTP error, a refused connection) used nothing. A call that is not the
+        session's own context (a compaction's hand-off, a title) counts for usage only. `sent`: the
+        estimate of the whole request (instructions and tools too), else the history's is used."""
         if reported is not None:
             call.usage = reported
-        else:
+        elif answered:
             call.usage_estimated = True
-            prompt = sum(context.estimate_item(item) for item in context.model_items(history))
+            prompt = sent if sent is not None else sum(context.estimate_item(i) for i in context.model_items(history))
             output = sum(context.estimate_item(item) for item in produced)
             call.usage = TokenUsage(input_tokens=prompt, output_tokens=output, total_tokens=prompt + output)
         self.usage = self.usage + call.usage
-        if not in_context:
+        if not in_context or not (answered or reported is not None):
             return
         self.last_call = call
         tokens = call.usage.input_tokens + call.usage.output_tokens

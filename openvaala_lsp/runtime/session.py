@@ -93,9 +93,16 @@ class SessionRunner:
             active_turn_model=self.session.model if turn else None,
             last_turn_id=self.last_turn.id if self.last_turn else None,
             last_turn_status=self.last_turn.status if self.last_turn else None,
-            context=self.usage.context,
+            context=self.usage.context if self.usage.context.window else ContextUsage(window=self._window()),
             usage=self.usage.usage,
         )
+
+    def _window(self) -> int:
+        """The context window of the session's model, 0 while no model is configured."""
+        try:
+            return resolve_model(self.host.definitions(), self.session.model, self.session.agent_name).context_window
+        except NoModelConfigured:
+            return 0
 
     def pending_infos(self) -> list[PendingInputInfo]:
         return self.queue.infos()

@@ -104,6 +104,7 @@ class ActiveTurn:
     # until the turn has recorded its inputs an interrupt only marks it: the inputs belong to the turn
     committed: bool = False
     auto_compacted: bool = False  # automatic compaction runs at most once per turn
+    request_tokens: int = 0  # the estimated size of the request being made
     overflow_retried: bool = False  # a context-length error gets one compaction and one retry
 
 
@@ -172,10 +173,12 @@ async def _loop(owner: TurnOwner, active: ActiveTurn) -> None:
         if not active.auto_compacted and _over_threshold(owner, model, system, specs, await owner.history()):
             active.auto_compacted = True
             await compaction.compact(owner, active, CompactionTrigger.AUTO)
+        history = await owner.history()
+        active.request_tokens = context.estimate_request(system, specs, history)
         request = context.build_request(
             model.ref.name,
             system,
-            await owner.history(),
+            history,
             specs,
             max_output_tokens=model.max_output_tokens,
             reasoning_effort=session.model.reasoning_effort,
@@ -316,7 +319,11 @@ async def _call_model(owner: TurnOwner, active: ActiveTurn, stream: AsyncIterato
 
 async def _account(owner: TurnOwner, active: ActiveTurn, record: ModelCall, reported: TokenUsage | None) -> None:
     history = await owner.history()
-    owner.usage.record(record, reported, history, active.items.streaming.values(), active.model.context_window)
+    # a call that failed before any answer (an HTTP error, a refused connection) used no tokens
+    answered = reported is not None or record.first_token_ms is not None
+    produced = active.items.streaming.values()
+    window = active.model.context_window
+    owner.usage.record(record, reported, history, produced, window, sent=active.request_tokens, answered=answered)
     await owner.host.storage.append_model_call(record)
     active.turn.usage = active.turn.usage + record.usage
     owner.publish(events.UsageUpdated(usage=owner.usage.usage))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -114,3 +115,20 @@ async def test_openvaala_sql_names_a_process_holding_the_file_outside_the_host(h
         assert holder.stdin is not None
         holder.stdin.close()  # the holder lets go at EOF
         await asyncio.wait_for(holder.wait(), WAIT)
+
+
+def test_sql_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    """`openvaala sql ... | head`: the reader stops early; no traceback, exit 0."""
+    env = {**os.environ, "OPENVAALA_HOME": str(tmp_path)}
+
+    async def make_history() -> None:
+        await (await DuckDBStorage.open(str(tmp_path / "openvaala.duckdb"))).close()
+
+    asyncio.run(make_history())
+    command = f"{sys.executable} -m openvaala_lsp.user_cli sql 'SELECT * FROM range(100000)' | head -2"
+    done = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", command], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
+    assert len(done.stdout.splitlines()) == 2

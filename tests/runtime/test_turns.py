@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fake_provider import ChatStream, FakeProviderServer, insufficient_quota
+from fake_provider import ChatStream, FakeProviderServer, error_response, insufficient_quota
 from harness import Harness
 from turn_helpers import API_KEY, USAGE, Session, text_of
 
@@ -106,3 +106,21 @@ async def test_provider_failure_fails_the_turn(agent: Harness, provider: FakePro
     assert error["error"]["kind"] == "insufficientQuota"
     assert API_KEY not in json.dumps(session.events())
     assert len(provider.requests_for("openai-chat")) == 1  # never retried
+
+
+async def test_a_call_refused_before_any_answer_counts_no_tokens(agent: Harness, provider: FakeProviderServer) -> None:
+    provider.enqueue("openai-chat", error_response("openai-chat", 404, "no such model"))
+    session = await Session.open(agent)
+    await session.submit("hello")
+    turn = await session.turn_completed()
+    assert turn["status"] == "failed" and turn["usage"]["totalTokens"] == 0
+    rows = await agent.call(
+        "query", {"sql": "SELECT total_tokens, usage_estimated, error IS NOT NULL FROM model_calls"}
+    )
+    assert rows["rows"] == [[0, False, True]]
+
+
+async def test_a_new_session_names_its_context_window(agent: Harness) -> None:
+    conversation = await agent.call("createConversation")
+    watched = await agent.call("subscribeConversation", {"conversationId": conversation["id"]})
+    assert watched["sessions"][0]["context"] == {"source": "unknown", "tokens": 0, "window": 8000}
