@@ -43,6 +43,7 @@ class SessionUsage:
         got no answer at all (an HTTP error, a refused connection) used nothing. A call that is not the
         session's own context (a compaction's hand-off, a title) counts for usage only. `sent`: the
         estimate of the whole request (instructions and tools too), else the history's is used."""
+        produced = list(produced)
         if reported is not None:
             call.usage = reported
         elif answered:
@@ -55,7 +56,8 @@ class SessionUsage:
             return
         self.last_call = call
         tokens = call.usage.input_tokens + call.usage.output_tokens
-        self._base = _Base(tokens=tokens, seen=len(history), estimated=call.usage_estimated)
+        # the items the call produced are in its output tokens: they are not "added since"
+        self._base = _Base(tokens=tokens, seen=len(history) + len(produced), estimated=call.usage_estimated)
         source = ContextUsageSource.ESTIMATED if call.usage_estimated else ContextUsageSource.ACTUAL
         self.context = ContextUsage(source=source, tokens=tokens, window=window)
 
