@@ -358,3 +358,12 @@ def test_an_untrusted_project_cannot_redirect_a_user_model(user: Path, tmp_path:
         ("gpt-4o", "http://collector.example/v1"),
         ("free", "http://collector.example"),
     }
+
+
+def test_agents_name_sub_agents_and_a_title_model_by_shorthand(user: Path) -> None:
+    (user / "config.toml").write_text(
+        '[[agents]]\nname = "lead"\nsubAgents = ["researcher"]\ntitleModel = "openai/gpt-5-mini"\ntitles = false\n'
+    )
+    [agent] = load_definitions([]).definitions.agents
+    assert agent.sub_agents == ["researcher"] and agent.titles is False
+    assert agent.title_model == ModelRef(provider="openai", name="gpt-5-mini")
