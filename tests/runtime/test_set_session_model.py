@@ -80,3 +80,25 @@ async def test_the_next_turn_uses_the_model_set_for_the_session(agent: Harness, 
             },
         )
     assert err.value.kind == "notFound" and "$.model.model" in err.value.message
+
+
+async def test_a_model_set_during_a_turn_serves_its_next_model_call(
+    agent: Harness, provider: FakeProviderServer
+) -> None:
+    [model] = definitions(provider)["models"]
+    bigger = {**model, "ref": {"provider": "fake", "name": "bigger"}}
+    await agent.call("setDefinitions", {"models": [model, bigger]})
+    provider.enqueue(
+        "openai-chat",
+        ChatStream().tool_call("c1", "shell", ['{"command": "sleep 0.5"}']).finish().response(),
+        ChatStream().text("done").finish().response(),
+    )
+    session = await Session.open(agent)
+    await session.submit("go")
+    await session.wait_event(lambda e: e["type"] == "itemStarted" and e["item"]["type"] == "toolResult")
+    await agent.call(
+        "setSessionModel",
+        {"conversationId": session.id, "sessionId": session.session_id, "model": {"model": bigger["ref"]}},
+    )
+    assert (await session.turn_completed())["status"] == "completed"
+    assert [r.json["model"] for r in provider.requests_for("openai-chat")] == ["fake-model", "bigger"]
