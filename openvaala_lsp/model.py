@@ -57,6 +57,7 @@ class ItemType(enum.StrEnum):
 class ItemStatus(enum.StrEnum):
     PENDING = "pending"
     STREAMING = "streaming"
+    AWAITING_APPROVAL = "awaitingApproval"  # a tool call waiting for answerApproval
     COMPLETED = "completed"
     WITHDRAWN = "withdrawn"
     INTERRUPTED = "interrupted"
@@ -145,6 +146,15 @@ class ForkedFrom:
 
 
 @attrs.define(kw_only=True)
+class AlwaysAllowed:
+    """A tool the user allowed for the rest of the conversation (`allowAlways`); for the shell, the
+    commands that start with `commandPrefix`."""
+
+    tool: str
+    command_prefix: str | None = None
+
+
+@attrs.define(kw_only=True)
 class Conversation:
     id: ConversationId
     title: str = ""
@@ -156,6 +166,7 @@ class Conversation:
     executor_settings: ExecutorSettings = attrs.Factory(ExecutorSettings)
     model: ModelSelection | None = None
     forked_from: ForkedFrom | None = None
+    always_allowed: list[AlwaysAllowed] = attrs.Factory(list)
 
 
 @attrs.define(kw_only=True)

@@ -220,6 +220,20 @@ SESSION_EVENTS: list[Any] = [
         before=model.ContextUsage(source=model.ContextUsageSource.ACTUAL, tokens=90, window=100),
         after=model.ContextUsage(source=model.ContextUsageSource.ESTIMATED, tokens=20, window=100),
     ),
+    events.ApprovalRequested(
+        item_id="item_2",
+        approval=api.ApprovalRequest(
+            tool="shell",
+            arguments={"command": "curl -s example.org", "outside_sandbox": True},
+            reason="runs outside the sandbox: needs the network",
+            command="curl -s example.org",
+        ),
+    ),
+    events.ApprovalResolved(
+        item_id="item_2",
+        decision=api.ApprovalDecision.ALLOW_ONCE,
+        by=model.Address(kind=model.AddressKind.CLIENT, name="vscode"),
+    ),
 ]
 
 

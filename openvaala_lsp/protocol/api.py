@@ -204,6 +204,18 @@ class InterruptTurnWithInputParams:
     turn_id: TurnId
 
 
+@attrs.define(kw_only=True)
+class ApprovalRequest:
+    """What the user is asked to allow: the tool and its arguments, why it asks, and for the shell the
+    command; the paths it names."""
+
+    tool: str
+    arguments: dict[str, Any]
+    reason: str | None = None
+    command: str | None = None
+    paths: list[str] | None = None
+
+
 class ApprovalDecision(enum.StrEnum):
     ALLOW_ONCE = "allowOnce"
     ALLOW_ALWAYS = "allowAlways"

@@ -7,6 +7,7 @@ from typing import Literal
 import attrs
 
 from openvaala_lsp.model import (
+    Address,
     ContextUsage,
     Conversation,
     ErrorInfo,
@@ -20,7 +21,7 @@ from openvaala_lsp.model import (
     Turn,
     TurnId,
 )
-from openvaala_lsp.protocol.api import PendingInputInfo
+from openvaala_lsp.protocol.api import ApprovalDecision, ApprovalRequest, PendingInputInfo
 
 # Conversation subscription events
 
@@ -154,6 +155,25 @@ class CompactionCompleted:
     after: ContextUsage
 
 
+@attrs.define(kw_only=True)
+class ApprovalRequested:
+    """A tool call (item `itemId`, now `awaitingApproval`) waits for `answerApproval`."""
+
+    type: Literal["approvalRequested"] = "approvalRequested"
+    item_id: ItemId
+    approval: ApprovalRequest
+
+
+@attrs.define(kw_only=True)
+class ApprovalResolved:
+    """The first answer (or an interrupt, or a client leaving) decided it; `by` says who."""
+
+    type: Literal["approvalResolved"] = "approvalResolved"
+    item_id: ItemId
+    decision: ApprovalDecision
+    by: Address
+
+
 SessionEvent = (
     ItemStarted
     | ItemDelta
@@ -168,6 +188,8 @@ SessionEvent = (
     | ErrorEvent
     | CompactionStarted
     | CompactionCompleted
+    | ApprovalRequested
+    | ApprovalResolved
 )
 
 __all__ = ["ConversationEvent", "PendingInputInfo", "SessionEvent"]

@@ -155,7 +155,12 @@ FROM tree JOIN sessions s ON s.id = tree.session_id LEFT JOIN model_calls m ON m
 GROUP BY ALL;
 """
 
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, V1), (2, V2), (3, V3))
+# What the user allowed for the rest of a conversation (answerApproval allowAlways).
+V4 = """
+ALTER TABLE conversations ADD COLUMN always_allowed JSON;
+"""
+
+MIGRATIONS: tuple[tuple[int, str], ...] = ((1, V1), (2, V2), (3, V3), (4, V4))
 LATEST_VERSION = MIGRATIONS[-1][0]
 
 
