@@ -152,6 +152,7 @@ class AlwaysAllowed:
 
     tool: str
     command_prefix: str | None = None
+    outside_sandbox: bool = False  # remembered for a command run outside the sandbox
 
 
 @attrs.define(kw_only=True)
@@ -235,6 +236,7 @@ class Address:
     kind: AddressKind
     session_id: SessionId | None = None
     name: str | None = None
+    client_id: str | None = None  # kind client: the connection's clientId (name is its clientName)
 
 
 @attrs.define(kw_only=True)

@@ -15,9 +15,7 @@ from openvaala_lsp.protocol.methods import PREFIX, REQUESTS
 from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.core import Runtime
 
-NOT_BUILT = {
-    "openvaala/answerApproval",
-}
+NOT_BUILT: set[str] = set()
 # results that are shapes of PROTOCOL.md section 4 rather than <Method>Result
 SHAPES = {
     Conversation,

@@ -20,6 +20,8 @@ class Client:
     """
 
     client_id: str
+    name: str | None = None  # clientName: how the runtime names it where it says who did something
+    approvals: bool = False  # it declared it can answer approvalRequested
     environment: Mapping[str, str]
     workspace_folders: Callable[[], Awaitable[list[WorkspaceFolder]]]
     attach: Callable[[Subscription], None]

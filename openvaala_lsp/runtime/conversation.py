@@ -12,7 +12,7 @@ from openvaala_lsp.definitions import Definitions, ModelDefinition
 from openvaala_lsp.hooks import HookRunner
 from openvaala_lsp.mcp import MCPManager
 from openvaala_lsp.mcp.model import ClientMCPServer
-from openvaala_lsp.model import Conversation, Session, SessionRuntimeInfo, WorkspaceFolder
+from openvaala_lsp.model import AlwaysAllowed, Conversation, Session, SessionRuntimeInfo, WorkspaceFolder
 from openvaala_lsp.providers.base import Provider
 from openvaala_lsp.runtime import catalog, subagents
 from openvaala_lsp.runtime.client import Client
@@ -99,6 +99,12 @@ class OpenConversation:
     def tool_context(self) -> ToolContext:
         roots = [folder.path for folder in self.folders] or [self.directory()]
         return ToolContext(directory=self.directory(), roots=roots, environment=self.environment)
+
+    def always_allowed(self) -> list[AlwaysAllowed]:
+        return self.record.always_allowed
+
+    async def remember_allowed(self, rule: AlwaysAllowed) -> None:
+        await self._host.remember_allowed(self.id, rule)
 
     def tools(self, definitions: Definitions, session: Session) -> list[Tool]:
         """The agent's local tools (its `tools` list filters them), its skills, its sub-agents, the

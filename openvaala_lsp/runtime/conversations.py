@@ -126,7 +126,7 @@ class Conversations:
         async with self.state.record_locks[params.conversation_id]:
             conversation = await self.state.conversation(params.conversation_id)
             conversation.archived = params.archived
-            return await self._save(conversation)
+            return await self.state.save_conversation(conversation)
 
     async def set_title(self, client: Client, params: api.SetConversationTitleParams) -> api.EmptyResult:
         title = params.title.strip()
@@ -135,7 +135,7 @@ class Conversations:
         async with self.state.record_locks[params.conversation_id]:
             conversation = await self.state.conversation(params.conversation_id)
             conversation.title = title
-            await self._save(conversation, announce=False)
+            await self.state.save_conversation(conversation, announce=False)
         self.state.live.publish_conversation(conversation.id, events.TitleChanged(title=title))
         return api.EmptyResult()
 
@@ -147,17 +147,7 @@ class Conversations:
         async with self.state.record_locks[params.conversation_id]:
             conversation = await self.state.conversation(params.conversation_id)
             conversation.executor_settings = settings
-            return await self._save(conversation)
-
-    async def _save(self, conversation: Conversation, *, announce: bool = True) -> Conversation:
-        conversation.updated_at = utcnow()
-        await self.state.storage.update_conversation(conversation)
-        opened = self.state.open.get(conversation.id)
-        if opened is not None:
-            opened.record = conversation
-        if announce:
-            self.state.live.publish_conversation(conversation.id, events.ConversationUpdated(conversation=conversation))
-        return conversation
+            return await self.state.save_conversation(conversation)
 
 
 async def resolve_executor_settings(

@@ -9,7 +9,7 @@ method checks that the runtime runs and hands over to one of the services below,
 |---|---|
 | `conversations.Conversations` | create, open, get, list, delete, archive, title, executor settings |
 | `forks.Forks` | fork |
-| `inputs.Inputs` | submit, steer, withdraw, interrupt, compact |
+| `inputs.Inputs` | submit, steer, withdraw, interrupt, compact, answer approvals |
 | `history.History` | sessions, turns, items, details, context usage, SQL |
 | `subscribing.Subscribing` | subscribe to conversations, sessions, running conversations |
 | `configuration.Configuration` | definitions, agents, models, hooks, skills, MCP servers, session model |
@@ -182,6 +182,10 @@ class Runtime:
     @_running
     async def interrupt_turn(self, client: Client, params: api.InterruptTurnParams) -> api.InterruptTurnResult:
         return await self.inputs.interrupt(client, params)
+
+    @_running
+    async def answer_approval(self, client: Client, params: api.AnswerApprovalParams) -> api.EmptyResult:
+        return await self.inputs.answer_approval(client, params)
 
     @_running
     async def interrupt_turn_with_input(

@@ -80,6 +80,8 @@ class Forks:
             executor_settings=attrs.evolve(settings),
             model=model if model is not None else attrs.evolve(source.model) if source.model else None,
             forked_from=ForkedFrom(conversation_id=source.id, turn_id=last_turn),
+            # what the user allowed for the rest of the conversation goes on in the fork
+            always_allowed=[attrs.evolve(rule) for rule in source.always_allowed],
         )
         copied_sessions = [
             attrs.evolve(

@@ -10,7 +10,7 @@ from typing import Any, Protocol, TypeVar
 
 from openvaala_lsp.definitions import Definitions, ModelDefinition
 from openvaala_lsp.hooks import HookRunner
-from openvaala_lsp.model import Session, SessionRuntimeInfo
+from openvaala_lsp.model import AlwaysAllowed, Session, SessionRuntimeInfo
 from openvaala_lsp.providers.base import Provider
 from openvaala_lsp.runtime.definitions_source import FolderKey
 from openvaala_lsp.storage.interfaces import Storage
@@ -40,6 +40,9 @@ class ConversationHost(Protocol):
 
     def session_added(self, session: Session) -> None: ...
 
+    async def remember_allowed(self, conversation_id: str, rule: AlwaysAllowed) -> None:
+        """`allowAlways`: saved with the conversation, for the rest of it."""
+
 
 class SessionHost(Protocol):
     """What a session needs from its conversation."""
@@ -62,6 +65,11 @@ class SessionHost(Protocol):
     def workspace_root(self) -> str: ...
 
     def tool_context(self) -> ToolContext: ...
+
+    def always_allowed(self) -> list[AlwaysAllowed]:
+        """What the user allowed for the rest of the conversation."""
+
+    async def remember_allowed(self, rule: AlwaysAllowed) -> None: ...
 
     def tools(self, definitions: Definitions, session: Session) -> list[Tool]: ...
 

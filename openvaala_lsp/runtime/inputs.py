@@ -17,7 +17,8 @@ from openvaala_lsp.model import (
     utcnow,
 )
 from openvaala_lsp.protocol import api
-from openvaala_lsp.protocol.errors import InvalidParams, InvalidState
+from openvaala_lsp.protocol.errors import InvalidParams, InvalidState, NotFound
+from openvaala_lsp.runtime.approvals import Answer
 from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.model_clients import resolve_model
 from openvaala_lsp.runtime.session import SessionRunner
@@ -81,6 +82,19 @@ class Inputs:
 
     async def interrupt_with(self, client: Client, params: api.InterruptTurnWithInputParams) -> api.EmptyResult:
         await (await self._main_runner(params.conversation_id)).interrupt_with(params.item_id, params.turn_id)
+        return api.EmptyResult()
+
+    async def answer_approval(self, client: Client, params: api.AnswerApprovalParams) -> api.EmptyResult:
+        """The first answer to a tool call's approval wins; any client may give it."""
+        opened = self.state.open.get(params.conversation_id)
+        if opened is None:
+            await self.state.conversation(params.conversation_id)  # notFound for a conversation that is not
+            raise NotFound(f"no approval is pending for item {params.item_id}")
+        asked = next((r for r in opened.runners.values() if r.approvals.has(params.item_id)), None)
+        if asked is None:
+            raise NotFound(f"no approval is pending for item {params.item_id}")
+        by = Address(kind=AddressKind.CLIENT, name=client.name or client.client_id, client_id=client.client_id)
+        asked.approvals.answer(params.item_id, Answer(params.decision, by, params.message))
         return api.EmptyResult()
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import collections
 import copy
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from openvaala_lsp.model import ConversationId, ErrorInfo, Session, SessionRuntimeInfo
 from openvaala_lsp.protocol import api, events
@@ -61,7 +61,9 @@ class Live:
         self, client: Client, opened: OpenConversation, runner: SessionRunner
     ) -> api.SubscribeSessionResult:
         key = (opened.id, runner.session.id)
-        sub = self._subscription(client, subscriptions.SESSION, runner.subscribers, key=key)
+        sub = self._subscription(
+            client, subscriptions.SESSION, runner.subscribers, key=key, left=runner.approvals.subscribers_changed
+        )
         return api.SubscribeSessionResult(
             subscription_id=sub.id,
             last_saved_ordinal=opened.last_ordinal,
@@ -81,13 +83,28 @@ class Live:
         sub.close(ErrorInfo(kind=UNSUBSCRIBED, message="unsubscribed"))
 
     def _subscription(
-        self, client: Client, kind: str, registry: set[Subscription], *, key: object = None
+        self,
+        client: Client,
+        kind: str,
+        registry: set[Subscription],
+        *,
+        key: object = None,
+        left: Callable[[], None] | None = None,
     ) -> Subscription:
         def forget(sub: Subscription) -> None:
             registry.discard(sub)
             client.subscriptions.pop(sub.id, None)
+            if left is not None:
+                left()
 
-        sub = Subscription(kind, client.client_id, capacity=client.max_buffered_events, key=key, on_close=forget)
+        sub = Subscription(
+            kind,
+            client.client_id,
+            capacity=client.max_buffered_events,
+            key=key,
+            on_close=forget,
+            answers_approvals=client.approvals,
+        )
         registry.add(sub)
         client.subscriptions[sub.id] = sub
         client.attach(sub)

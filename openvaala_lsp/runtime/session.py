@@ -40,6 +40,7 @@ from openvaala_lsp.protocol.api import PendingInputInfo, StreamingItem
 from openvaala_lsp.protocol.errors import InvalidState, NoModelConfigured
 from openvaala_lsp.runtime import catalog, turns
 from openvaala_lsp.runtime.accounting import SessionUsage
+from openvaala_lsp.runtime.approvals import Approvals
 from openvaala_lsp.runtime.hosts import SessionHost
 from openvaala_lsp.runtime.input_queue import InputQueue
 from openvaala_lsp.runtime.model_clients import resolve_model
@@ -73,6 +74,10 @@ class SessionRunner:
         self._session_started = False  # sessionStart fires on this runtime's first turn of the session
         self._session_context: list[str] = []
         self._waiting: dict[str, asyncio.Future[Turn]] = {}  # input item id -> the turn that takes it
+        self.approvals = Approvals(session.id, self.publish, self._can_answer)
+
+    def _can_answer(self) -> bool:
+        return any(sub.answers_approvals and not sub.closed for sub in self.subscribers)
 
     # Views
 

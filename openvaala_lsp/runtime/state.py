@@ -16,7 +16,16 @@ import attrs
 
 from openvaala_lsp.definitions import Definitions, ModelDefinition
 from openvaala_lsp.hooks import HookRunner
-from openvaala_lsp.model import Conversation, ConversationId, ErrorInfo, Session, SessionRuntimeInfo
+from openvaala_lsp.model import (
+    AlwaysAllowed,
+    Conversation,
+    ConversationId,
+    ErrorInfo,
+    Session,
+    SessionRuntimeInfo,
+    utcnow,
+)
+from openvaala_lsp.protocol import events
 from openvaala_lsp.protocol.errors import (
     ConversationNotFound,
     ConversationNotOpen,
@@ -133,7 +142,26 @@ class RuntimeState:
         except InvalidCursor as exc:
             raise InvalidParams(f"{exc} @ $.cursor") from None
 
+    async def save_conversation(self, conversation: Conversation, *, announce: bool = True) -> Conversation:
+        """Saves a changed record (under its record lock) for everyone: the open conversation takes it,
+        and conversation subscribers hear `conversationUpdated` unless told otherwise."""
+        conversation.updated_at = utcnow()
+        await self.storage.update_conversation(conversation)
+        opened = self.open.get(conversation.id)
+        if opened is not None:
+            opened.record = conversation
+        if announce:
+            self.live.publish_conversation(conversation.id, events.ConversationUpdated(conversation=conversation))
+        return conversation
+
     # What open conversations need (hosts.ConversationHost)
+
+    async def remember_allowed(self, conversation_id: ConversationId, rule: AlwaysAllowed) -> None:
+        async with self.record_locks[conversation_id]:
+            conversation = await self.conversation(conversation_id)
+            if rule not in conversation.always_allowed:
+                conversation.always_allowed.append(rule)
+                await self.save_conversation(conversation)
 
     def definitions_for(self, folders: FolderKey) -> Definitions:
         return self.source.for_folders(folders)

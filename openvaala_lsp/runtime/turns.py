@@ -42,14 +42,15 @@ from openvaala_lsp.protocol.errors import NoModelConfigured
 from openvaala_lsp.providers import base as provider_events
 from openvaala_lsp.providers.base import Provider, ProviderError, ToolSpec
 from openvaala_lsp.providers.errors import CONTEXT_LENGTH_EXCEEDED
-from openvaala_lsp.runtime import compaction, context
+from openvaala_lsp.runtime import catalog, compaction, context
 from openvaala_lsp.runtime.accounting import SessionUsage
+from openvaala_lsp.runtime.approvals import Approvals
 from openvaala_lsp.runtime.hosts import SessionHost
 from openvaala_lsp.runtime.input_queue import InputQueue
 from openvaala_lsp.runtime.model_clients import resolve_model
 from openvaala_lsp.runtime.session_hooks import SessionHooks
 from openvaala_lsp.runtime.streaming import TurnItems
-from openvaala_lsp.runtime.tool_calls import run_tool_call
+from openvaala_lsp.runtime.tool_calls import CallGate, run_tool_calls
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +72,9 @@ class TurnOwner(Protocol):
 
     @property
     def usage(self) -> SessionUsage: ...
+
+    @property
+    def approvals(self) -> Approvals: ...
 
     def publish(self, event: Any) -> None: ...
 
@@ -158,6 +162,7 @@ async def _loop(owner: TurnOwner, active: ActiveTurn) -> None:
     instructions = "\n\n".join([owner.instructions(active.definitions), *session_context])
     provider: Provider | None = None
     stop_continuations = 0
+    agent = catalog.configured_agent(active.definitions, session.agent_name)
     while True:
         for pending in owner.queue.claim_steering(active.turn.id):
             await record_input(owner, pending, active.turn.id)
@@ -207,10 +212,9 @@ async def _loop(owner: TurnOwner, active: ActiveTurn) -> None:
             stop_continuations += 1
             await active.items.append(_hook_message(active.turn, stopping.reason or "continue"))
             continue
-        for call_item in calls:
-            assert call_item.tool_call is not None
-            if await run_tool_call(call_item.tool_call, by_name, active.items, active.hooks, host.tool_context()):
-                return  # a hook said `continue: false`
+        gate = CallGate(agent=agent, host=host, approvals=owner.approvals)
+        if await run_tool_calls(calls, by_name, active.items, active.hooks, gate, host.tool_context()):
+            return  # a hook said `continue: false`
 
 
 def _current_model(owner: TurnOwner, active: ActiveTurn) -> ModelDefinition:
@@ -250,8 +254,9 @@ async def compaction_turn(owner: TurnOwner, active: ActiveTurn, inputs: list[Pen
         turn.error = ErrorInfo(kind="internal", message=f"{type(exc).__name__}: {exc}")
 
 
-async def _call_model(owner: TurnOwner, active: ActiveTurn, stream: AsyncIterator[Any]) -> list[Item]:
-    """Streams one model response into items; returns the tool call items it made."""
+async def _call_model(owner: TurnOwner, active: ActiveTurn, stream: AsyncIterator[Any]) -> list[int]:
+    """Streams one model response into items and saves them, but for the tool calls it made: their
+    itemIndexes are returned, still streaming."""
     turn, model, items = active.turn, active.model, active.items
     record = ModelCall(
         id=new_id("call"),
@@ -313,8 +318,11 @@ async def _call_model(owner: TurnOwner, active: ActiveTurn, stream: AsyncIterato
     finally:
         record.latency_ms = int((time.monotonic() - started) * 1000)
         await _account(owner, active, record, completed.usage if completed is not None else None)
-    saved = await items.complete_all(ItemStatus.COMPLETED)
-    return [item for item in saved if item.type == ItemType.TOOL_CALL]
+    # tool calls stay streaming until they are decided (they may wait for the user's approval)
+    calls = [index for index, item in sorted(items.streaming.items()) if item.type == ItemType.TOOL_CALL]
+    for index in sorted(set(items.streaming) - set(calls)):
+        await items.complete(index, ItemStatus.COMPLETED)
+    return calls
 
 
 async def _account(owner: TurnOwner, active: ActiveTurn, record: ModelCall, reported: TokenUsage | None) -> None:

@@ -40,6 +40,7 @@ READ_SIZE = 65536
 DEFAULT_EVENT_BATCH_MS = 4
 MAX_EVENTS_PER_NOTIFICATION = 512
 MIN_BUFFERED_EVENTS = 100
+MAX_CLIENT_NAME = 100  # characters of clientName kept
 FOLDERS_REQUEST_TIMEOUT = 5.0
 
 
@@ -150,6 +151,9 @@ class Connection(LanguageServer):
             if isinstance(openvaala, dict):
                 if isinstance(client_id := openvaala.get("clientId"), str) and client_id:
                     ls.client.client_id = client_id
+                if isinstance(name := openvaala.get("clientName"), str) and name.strip():
+                    ls.client.name = name.strip()[:MAX_CLIENT_NAME]
+                ls.client.approvals = openvaala.get("approvals") is True
                 buffered = openvaala.get("maxBufferedEvents")
                 if isinstance(buffered, int) and not isinstance(buffered, bool) and buffered >= MIN_BUFFERED_EVENTS:
                     ls.client.max_buffered_events = buffered

@@ -10,9 +10,11 @@ import attrs
 
 @attrs.frozen(kw_only=True)
 class SandboxPolicy:
-    """Where a command may write (besides a private /tmp), and whether it may use the network."""
+    """Where a command may write (besides a private /tmp), which folders it sees even where they lie
+    under /tmp (the workspace's), and whether it may use the network."""
 
     writable: tuple[str, ...]
+    visible: tuple[str, ...] = ()
     network: bool = False
 
 

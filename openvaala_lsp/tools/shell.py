@@ -54,10 +54,11 @@ class ShellTool(LocalTool):
         "'[... N lines / M bytes omitted ...]' in between. Redirect to a file and read parts of it, or filter "
         "with grep/head/tail, when you need everything.\n"
         "- Background jobs that still write to the output when the command ends are stopped. To leave a "
-        "process running, detach its output: `nohup server > server.log 2>&1 &`.\n"
-        "- Commands run in a sandbox: they may read everything but write only the workspace and /tmp (a "
-        "private one), with no network. A command that needs more fails there; run it again with "
-        "`outside_sandbox: true` and a `justification`, and the user is asked.\n"
+        "process running outside the sandbox, detach its output: `nohup server > server.log 2>&1 &`.\n"
+        "- Unless the user turned it off, commands run in a sandbox: they may read everything but write only "
+        "the workspace and /tmp (a private one), with no network, and every process they start ends with "
+        "them. A command that needs more fails there; run it again with `outside_sandbox: true` and a "
+        "`justification`, and the user is asked.\n"
         "- Prefer the read_file, write_file, edit, glob and grep tools for reading, changing and finding files."
     )
     PARAMETERS = {

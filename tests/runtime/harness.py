@@ -48,6 +48,8 @@ class Harness:
         environment: Mapping[str, str],
         *,
         call_tool: ClientTool | None = None,
+        approvals: bool = False,
+        name: str | None = None,
     ) -> None:
         self.runtime = runtime
         self.folders = folders
@@ -64,6 +66,8 @@ class Harness:
             workspace_folders=workspace_folders,
             attach=self._attach,
             call_tool=call_tool,
+            approvals=approvals,  # initializationOptions.openvaala.approvals
+            name=name,  # initializationOptions.openvaala.clientName
         )
         runtime.connect(self.client)
 
@@ -75,6 +79,7 @@ class Harness:
         *,
         env: Mapping[str, str] | None = None,
         storage: DuckDBStorage | None = None,
+        approvals: bool = False,
         **options: Any,
     ) -> Harness:
         """A runtime over `home` (its database, and its user configuration unless a test gives
@@ -82,7 +87,7 @@ class Harness:
         storage = storage or await DuckDBStorage.open(str(home / "openvaala.duckdb"))
         options.setdefault("watch_interval", 0.1)
         runtime = await Runtime.start(storage, config_dir=home, **options)
-        return cls(runtime, folders, {**os.environ, **(env or {})})
+        return cls(runtime, folders, {**os.environ, **(env or {})}, approvals=approvals)
 
     def connect(
         self, folders: list[Path] | None = None, env: Mapping[str, str] | None = None, **kwargs: Any

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from fake_provider import ChatStream, FakeProviderServer
 from harness import Harness, ResponseError
-from processes import alive
-from turn_helpers import Session, text_of
+from processes import alive, running_with
+from turn_helpers import Session, definitions, text_of
 
 
 async def test_interrupt_during_streaming(agent: Harness, provider: FakeProviderServer) -> None:
@@ -37,8 +37,15 @@ async def test_interrupt_during_streaming(agent: Harness, provider: FakeProvider
     assert err.value.kind == "invalidState"
 
 
-async def test_interrupt_kills_a_running_command(agent: Harness, provider: FakeProviderServer, workspace: Path) -> None:
-    command = "sleep 300 & echo $! > child.pid; echo $$ > shell.pid; wait"
+@pytest.mark.parametrize("sandbox", ["workspace-write", "off"])
+async def test_interrupt_kills_a_running_command(
+    agent: Harness, provider: FakeProviderServer, workspace: Path, sandbox: str
+) -> None:
+    marker = "300.4242"  # a sleep nothing else runs: found by its command line, inside a PID namespace or not
+    command = f"sleep {marker} & echo $! > child.pid; echo $$ > shell.pid; wait"
+    await agent.call(
+        "setDefinitions", definitions(provider) | {"agents": [{"name": "default", "sandbox": {"mode": sandbox}}]}
+    )
     provider.enqueue(
         "openai-chat",
         ChatStream().tool_call("c1", "shell", [json.dumps({"command": command})]).finish().response(),
@@ -49,12 +56,14 @@ async def test_interrupt_kills_a_running_command(agent: Harness, provider: FakeP
     async with asyncio.timeout(10):
         while not (workspace / "child.pid").exists() or not (workspace / "shell.pid").exists():
             await asyncio.sleep(0.02)
-    pids = [int((workspace / name).read_text()) for name in ("child.pid", "shell.pid")]
+    assert running_with(marker)
     await agent.call("interruptTurn", {"conversationId": session.id})
     turn = await session.turn_completed()
     assert turn["status"] == "interrupted"
-    for pid in pids:
-        assert not alive(pid), f"process {pid} survived the interrupt"
+    assert running_with(marker) == [], "the command's processes survived the interrupt"
+    if sandbox == "off":  # the pids the shell saw are the machine's
+        for pid in [int((workspace / name).read_text()) for name in ("child.pid", "shell.pid")]:
+            assert not alive(pid), f"process {pid} survived the interrupt"
     result = (await session.items())[-1]
     assert result["type"] == "toolResult" and result["toolResult"]["isError"] is True
     assert "interrupted" in text_of(result)
