@@ -517,3 +517,30 @@ def test_doctor_checks_a_project_model_over_the_user_model_of_the_same_ref(
     assert out.count("openai-compatible/good") == 1
     assert "openai-compatible/good  [project]" in out
     assert "key: none needed" in out
+
+
+def test_doctor_shows_whether_the_sandbox_can_start(
+    user_env: dict[str, str],
+    home: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from openvaala_lsp.tools import sandbox
+
+    user_cli.main(["doctor", "--offline"])
+    out = capsys.readouterr().out
+    state = sandbox.state()
+    assert f"sandbox: {state.reason}" in out if state.usable else "sandbox: WARNING: cannot start" in out
+    broken = tmp_path / "bwrap"
+    broken.write_text("#!/bin/sh\necho 'setting up uid map: Permission denied' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    monkeypatch.setenv("OPENVAALA_BWRAP", str(broken))
+    sandbox.state.cache_clear()
+    try:
+        user_cli.main(["doctor", "--offline"])
+        out = capsys.readouterr().out
+    finally:
+        sandbox.state.cache_clear()
+    assert "sandbox: WARNING: cannot start (bwrap cannot make a sandbox here" in out
+    assert "setting up uid map: Permission denied); each shell command asks before it runs unsandboxed" in out
