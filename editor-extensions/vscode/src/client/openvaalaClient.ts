@@ -182,7 +182,8 @@ export class OpenvaalaClient implements Disposable {
 
   /** The connection itself was restarted (the editor restarted the server process): every
    * subscription is gone without a `subscriptionClosed`, so establish them all again. */
-  async reconnected(): Promise<void> {
+  async reconnected(initializeResult?: unknown): Promise<void> {
+    if (initializeResult !== undefined) this.rpc.updateFeatures(serverFeatures(initializeResult));
     await Promise.all([
       this.runningSubscription !== undefined || this.running.size > 0 ? this.watchRunning() : Promise.resolve(),
       ...[...this.conversations].map((conversation) => conversation.resync()),

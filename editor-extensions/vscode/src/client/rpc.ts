@@ -51,12 +51,21 @@ export class OpenvaalaRpc implements Disposable {
 
   constructor(
     private readonly connection: RpcConnection,
-    readonly features: ServerFeatures,
+    private advertised: ServerFeatures,
   ) {}
+
+  get features(): ServerFeatures {
+    return this.advertised;
+  }
+
+  /** After the connection restarted: what the (possibly newer) server advertises now. */
+  updateFeatures(features: ServerFeatures): void {
+    this.advertised = features;
+  }
 
   /** Whether the server answers `method` (a method it does not list answers methodNotFound). */
   supports(method: Method): boolean {
-    return this.features.methods.has(method);
+    return this.advertised.methods.has(method);
   }
 
   async request<M extends Method>(method: M, params: Params<M>, token?: CancellationToken): Promise<Result<M>> {

@@ -13,6 +13,7 @@ import {
   StreamMessageWriter,
   type MessageConnection,
 } from "vscode-jsonrpc/node";
+import type { RpcConnection } from "../../src/client/connection";
 import { OpenvaalaClient, type ClientOptions } from "../../src/client/openvaalaClient";
 import type { FakeModel } from "./fakeModel";
 import { SERVER } from "./paths";
@@ -36,6 +37,8 @@ export interface RuntimeOptions {
   /** initializationOptions.openvaala (merged over the extension's own). */
   openvaala?: Record<string, unknown>;
   client?: ClientOptions;
+  /** Wraps the connection the client uses (e.g. to record the wire). */
+  wrap?: (connection: RpcConnection) => RpcConnection;
 }
 
 export class Runtime {
@@ -95,7 +98,7 @@ export class Runtime {
       },
     });
     await connection.sendNotification("initialized", {});
-    const client = new OpenvaalaClient(connection, initializeResult, {
+    const client = new OpenvaalaClient(options.wrap ? options.wrap(connection) : connection, initializeResult, {
       retry: { attempts: 40, firstDelayMs: 50, maxDelayMs: 500 },
       ...options.client,
     });
