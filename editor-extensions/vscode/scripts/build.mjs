@@ -1,5 +1,6 @@
 // Bundles the extension (Node, CommonJS, `vscode` external) and the webviews (browser IIFEs).
 //   node scripts/build.mjs [--watch] [--production]
+import { copyFileSync, mkdirSync } from "node:fs";
 import * as esbuild from "esbuild";
 
 const watch = process.argv.includes("--watch");
@@ -32,6 +33,10 @@ const builds = [
     target: "chrome114",
   },
 ];
+
+// the codicon font for the webviews' icons
+mkdirSync("dist/webview", { recursive: true });
+for (const file of ["codicon.css", "codicon.ttf"]) copyFileSync(`node_modules/@vscode/codicons/dist/${file}`, `dist/webview/${file}`);
 
 if (watch) {
   for (const options of builds) await (await esbuild.context(options)).watch();

@@ -7,6 +7,7 @@ export function webviewHtml(webview: vscode.Webview, extensionUri: vscode.Uri, s
   const nonce = randomBytes(16).toString("base64");
   const scriptUri = webview.asWebviewUri(vscode.Uri.joinPath(extensionUri, "dist", "webview", script));
   const styleUri = webview.asWebviewUri(vscode.Uri.joinPath(extensionUri, "media", style));
+  const iconsUri = webview.asWebviewUri(vscode.Uri.joinPath(extensionUri, "dist", "webview", "codicon.css"));
   const csp = [
     "default-src 'none'",
     `style-src ${webview.cspSource}`,
@@ -20,6 +21,7 @@ export function webviewHtml(webview: vscode.Webview, extensionUri: vscode.Uri, s
 <meta charset="UTF-8">
 <meta http-equiv="Content-Security-Policy" content="${csp}">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
+<link rel="stylesheet" href="${iconsUri.toString()}">
 <link rel="stylesheet" href="${styleUri.toString()}">
 <title>${title}</title>
 </head>

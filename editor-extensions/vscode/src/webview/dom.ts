@@ -29,6 +29,14 @@ export function h<K extends keyof HTMLElementTagNameMap>(
   return element;
 }
 
+/** A codicon (the icon font VS Code uses), e.g. icon("trash"). */
+export function icon(name: string): HTMLElement {
+  const element = document.createElement("span");
+  element.className = `codicon codicon-${name}`;
+  element.setAttribute("aria-hidden", "true");
+  return element;
+}
+
 export function append(parent: Node, ...children: Child[]): void {
   for (const child of children) {
     if (child === null || child === undefined || child === false) continue;

@@ -3,7 +3,7 @@
 import type { TimelineOp } from "../../client/timeline";
 import type { Conversation, Session } from "../../protocol/generated";
 import type { ConnectionStatus, FixAction, FolderInfo, HostMessage, ViewMessage } from "../../shared/messages";
-import { clear, h } from "../dom";
+import { clear, h, icon } from "../dom";
 import { Composer } from "./composer";
 import { ConversationHeader } from "./header";
 import { ListView } from "./listView";
@@ -166,7 +166,7 @@ export class ChatApp {
   }
 
   private notice(level: "info" | "warning" | "error", text: string, fix?: FixAction): void {
-    const close = h("button", { class: "icon-button", title: "Dismiss" }, "×");
+    const close = h("button", { class: "icon-button", title: "Dismiss", "aria-label": "Dismiss" }, icon("close"));
     const element = h(
       "div",
       { class: `notice ${level}`, role: level === "error" ? "alert" : "status" },

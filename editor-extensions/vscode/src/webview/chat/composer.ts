@@ -2,7 +2,7 @@
 // Ctrl/Cmd+Enter steers it into the running turn and Alt+Enter interrupts the turn and runs it.
 // Pasted images become `{type: "image", mimeType, data}` content.
 import type { ContentInput, SessionInputMode } from "../../protocol/generated";
-import { clear, h } from "../dom";
+import { clear, h, icon } from "../dom";
 
 export interface ComposerEvents {
   submit(content: ContentInput[], mode: SessionInputMode): void;
@@ -137,7 +137,7 @@ export class Composer {
               this.images.splice(index, 1);
               this.renderAttachments();
             },
-          }, "×"),
+          }, icon("close")),
         ),
       );
     });

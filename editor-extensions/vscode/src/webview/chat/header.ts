@@ -1,7 +1,7 @@
 // The open conversation's header: title (rename), actions, the session's model and its context use.
 import type { ContextUsage, Conversation, ModelDefinition, ModelRef, SessionContextUsage } from "../../protocol/generated";
 import { modelKey, type ViewMessage } from "../../shared/messages";
-import { clear, formatTokens, h } from "../dom";
+import { clear, formatTokens, h, icon } from "../dom";
 
 export class ConversationHeader {
   readonly element: HTMLElement;
@@ -45,7 +45,7 @@ export class ConversationHeader {
       h(
         "div",
         { class: "header-row" },
-        h("button", { class: "icon-button", title: "All conversations", "data-action": "back", onclick: () => this.post({ type: "back" }) }, "‹"),
+        h("button", { class: "icon-button", title: "All conversations", "aria-label": "All conversations", "data-action": "back", onclick: () => this.post({ type: "back" }) }, icon("arrow-left")),
         this.title,
         this.actions,
       ),
@@ -65,15 +65,15 @@ export class ConversationHeader {
     clear(this.actions);
     if (!conversation) return;
     const id = conversation.id;
-    const button = (action: string, label: string, title: string, message: ViewMessage, extra = "") =>
-      h("button", { class: `icon-button ${extra}`, title, "data-action": action, onclick: () => this.post(message) }, label);
-    if (this.supports("openvaala/compactContext")) this.actions.append(button("compact", "⇊", "Compact the context now", { type: "compact" }));
+    const button = (action: string, name: string, title: string, message: ViewMessage, extra = "") =>
+      h("button", { class: `icon-button ${extra}`, title, "aria-label": title, "data-action": action, onclick: () => this.post(message) }, icon(name));
+    if (this.supports("openvaala/compactContext")) this.actions.append(button("compact", "fold", "Compact the context now", { type: "compact" }));
     if (this.supports("openvaala/setConversationArchived")) {
       this.actions.append(
-        button("archive", conversation.archived ? "⇡" : "⇣", conversation.archived ? "Unarchive" : "Archive", { type: "archive", conversationId: id, archived: !conversation.archived }),
+        button("archive", conversation.archived ? "inbox" : "archive", conversation.archived ? "Unarchive" : "Archive", { type: "archive", conversationId: id, archived: !conversation.archived }),
       );
     }
-    if (this.supports("openvaala/deleteConversation")) this.actions.append(button("delete", "🗑", "Delete", { type: "delete", conversationId: id }, "danger"));
+    if (this.supports("openvaala/deleteConversation")) this.actions.append(button("delete", "trash", "Delete", { type: "delete", conversationId: id }, "danger"));
   }
 
   setModels(models: ModelDefinition[], fallback?: ModelRef): void {

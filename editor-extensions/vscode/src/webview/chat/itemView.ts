@@ -4,7 +4,7 @@ import type { Content, Item } from "../../protocol/generated";
 import { diffLines } from "../../shared/diff";
 import { presentTool, parseToolArguments } from "../../shared/tools";
 import type { ViewMessage } from "../../shared/messages";
-import { append, clear, h } from "../dom";
+import { append, clear, h, icon } from "../dom";
 import { StreamingMarkdown } from "./streamingMarkdown";
 
 export interface ViewContext {
@@ -35,6 +35,15 @@ function images(content: Content[] | undefined): HTMLElement[] {
     .filter((part) => part.type === "image" && part.data && /^image\/(png|jpeg|gif|webp)$/.test(part.mimeType ?? ""))
     .map((part) => h("img", { class: "attachment", src: `data:${part.mimeType};base64,${part.data}`, alt: "image" }));
 }
+
+const TOOL_ICONS: Record<string, string> = {
+  shell: "terminal",
+  edit: "edit",
+  write: "new-file",
+  read: "file",
+  search: "search",
+  other: "tools",
+};
 
 function prettyJson(text: string): string {
   const parsed = parseToolArguments(text);
@@ -142,7 +151,7 @@ export class ItemView {
     const text = textOf(item.content);
     if (text) {
       buttons.push(
-        h("button", { class: "icon-button", title: "Copy", "data-action": "copy", onclick: () => void navigator.clipboard?.writeText(text) }, "⧉"),
+        h("button", { class: "icon-button", title: "Copy", "data-action": "copy", onclick: () => void navigator.clipboard?.writeText(text) }, icon("copy")),
       );
     }
     if (item.turnId && item.type === "assistantMessage" && this.context.supports("openvaala/forkConversation")) {
@@ -156,7 +165,7 @@ export class ItemView {
             "data-action": "fork",
             onclick: () => this.context.post({ type: "fork", turnId }),
           },
-          "⑂",
+          icon("repo-forked"),
         ),
       );
     }
@@ -236,7 +245,7 @@ export class ItemView {
       h(
         "summary",
         {},
-        h("span", { class: `tool-icon tool-${presentation.kind}` }),
+        h("span", { class: `tool-icon tool-${presentation.kind}` }, icon(TOOL_ICONS[presentation.kind] ?? "tools")),
         h("span", { class: "tool-name" }, call.name),
         h("span", { class: "tool-summary" }, presentation.summary),
         h("span", { class: "status-slot" }, statusBadge(item.status)),

@@ -1,7 +1,7 @@
 // The conversation list: search, the archived filter, running indicators, per-entry actions.
 import type { ConversationListEntry } from "../../protocol/generated";
 import type { ListFilter, ViewMessage } from "../../shared/messages";
-import { clear, h, relativeTime } from "../dom";
+import { clear, h, icon, relativeTime } from "../dom";
 
 export class ListView {
   readonly element: HTMLElement;
@@ -38,7 +38,7 @@ export class ListView {
         { class: "list-toolbar" },
         this.search,
         h("label", { class: "archived-label", title: "Show archived conversations" }, this.archived, "Archived"),
-        h("button", { class: "primary", "data-action": "new", onclick: () => this.post({ type: "create" }) }, "New"),
+        h("button", { class: "primary", "data-action": "new", title: "New conversation", onclick: () => this.post({ type: "create" }) }, icon("add"), " New"),
       ),
       this.entries,
       this.more,
@@ -87,7 +87,7 @@ export class ListView {
     const running = this.running.has(id) || entry.running;
     const actions: HTMLElement[] = [];
     if (this.supports("openvaala/setConversationTitle")) {
-      actions.push(h("button", { class: "icon-button", title: "Rename", "data-action": "rename", onclick: (e: Event) => { e.stopPropagation(); this.post({ type: "rename", conversationId: id }); } }, "✎"));
+      actions.push(h("button", { class: "icon-button", title: "Rename", "data-action": "rename", onclick: (e: Event) => { e.stopPropagation(); this.post({ type: "rename", conversationId: id }); } }, icon("edit")));
     }
     if (this.supports("openvaala/setConversationArchived")) {
       actions.push(
@@ -99,11 +99,11 @@ export class ListView {
             e.stopPropagation();
             this.post({ type: "archive", conversationId: id, archived: !conversation.archived });
           },
-        }, conversation.archived ? "⇡" : "⇣"),
+        }, icon(conversation.archived ? "inbox" : "archive")),
       );
     }
     if (this.supports("openvaala/deleteConversation")) {
-      actions.push(h("button", { class: "icon-button danger", title: "Delete", "data-action": "delete", onclick: (e: Event) => { e.stopPropagation(); this.post({ type: "delete", conversationId: id }); } }, "🗑"));
+      actions.push(h("button", { class: "icon-button danger", title: "Delete", "data-action": "delete", onclick: (e: Event) => { e.stopPropagation(); this.post({ type: "delete", conversationId: id }); } }, icon("trash")));
     }
     const row = h(
       "li",
