@@ -62,6 +62,7 @@ async function main(): Promise<void> {
     const main = open.mainSession;
     if (!main) throw new Error("no main session");
     const timeline = main.subscription.timeline;
+    await open.setTitle("Tour of the project");
     await open.submit([{ type: "text", text: "What is in this project? Then say hi." }]);
     await waitFor(
       () => timeline.snapshot().items.some((logged) => logged.item.type === "toolResult"),

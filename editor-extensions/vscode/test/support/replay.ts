@@ -46,6 +46,8 @@ export class Replay {
   readonly conversation: Conversation;
   private readonly subscriptionId: string;
   private readonly conversationSubscriptionId: string;
+  /** The conversation's title as the recorded events left it. */
+  title: string;
 
   constructor(
     readonly fixture: Fixture,
@@ -55,6 +57,7 @@ export class Replay {
     this.conversation = response<Conversation>(fixture, "openvaala/openConversation");
     this.subscriptionId = response<SubscribeSessionResult>(fixture, "openvaala/subscribeSession").subscriptionId;
     this.conversationSubscriptionId = response<SubscribeConversationResult>(fixture, "openvaala/subscribeConversation").subscriptionId;
+    this.title = this.conversation.title;
   }
 
   /** What the view gets when the conversation opens. */
@@ -91,9 +94,15 @@ export class Replay {
         yield { events, messages: [{ type: "ops", sessionId: this.fixture.sessionId, ops: this.timeline.applyEvents(events) }] };
       } else if (entry.method === "openvaala/conversationEvent") {
         const params = entry.params as ConversationEventParams;
-        if (params.subscriptionId !== this.conversationSubscriptionId || params.event.type !== "sessionUpdated") continue;
-        const ops = this.timeline.setRuntimeInfo(params.event.info);
-        yield { events: [], messages: [{ type: "ops", sessionId: this.fixture.sessionId, ops }] };
+        if (params.subscriptionId !== this.conversationSubscriptionId) continue;
+        const event = params.event;
+        if (event.type === "sessionUpdated") {
+          const ops = this.timeline.setRuntimeInfo(event.info);
+          yield { events: [], messages: [{ type: "ops", sessionId: this.fixture.sessionId, ops }] };
+        } else if (event.type === "titleChanged") {
+          this.title = event.title;
+          yield { events: [], messages: [{ type: "conversation", conversation: { ...this.conversation, title: event.title } }] };
+        }
       }
     }
   }

@@ -42,6 +42,7 @@ function html(script: string, style: string): string {
 /** What the test page adds to the webview's window (this file is type-checked without the DOM lib). */
 interface PageGlobals {
   __posted: unknown[];
+  __received: number;
   postMessage(message: unknown, targetOrigin: string): void;
   openvaalaFlush?: () => void;
 }
@@ -86,6 +87,9 @@ export class WebviewPage {
     await context.addInitScript({
       content: `
         window.__posted = [];
+        window.__received = 0;
+        // registered before the view's own listener: when it has counted a message, the view has it too
+        window.addEventListener("message", () => { window.__received++; });
         window.acquireVsCodeApi = () => ({
           postMessage: (message) => window.__posted.push(message),
           getState: () => undefined,
@@ -106,11 +110,13 @@ export class WebviewPage {
 
   /** Delivers messages as the extension host would (`webview.postMessage`). */
   async send(...messages: HostMessage[]): Promise<void> {
-    await this.page.evaluate((batch) => {
-      for (const message of batch) (globalThis as unknown as PageGlobals).postMessage(message, "*");
+    const target = await this.page.evaluate((batch) => {
+      const page = globalThis as unknown as PageGlobals;
+      for (const message of batch) page.postMessage(message, "*");
+      return page.__received + batch.length;
     }, messages);
-    // message events are tasks: let them run, then render pending deltas
-    await this.page.evaluate(() => new Promise((resolve) => setTimeout(resolve, 0)));
+    // message events are separate tasks: wait until the view has handled them all, then render pending deltas
+    await this.page.waitForFunction((count) => (globalThis as unknown as PageGlobals).__received >= count, target);
     await this.page.evaluate(() => (globalThis as unknown as PageGlobals).openvaalaFlush?.());
   }
 

@@ -36,6 +36,13 @@ const legend = h("table", { class: "legend" });
 const app = document.getElementById("app");
 app?.append(h("h1", {}, "openvaala usage"), h("div", { class: "controls" }, range, metricSelect, refresh), status, chart, legend);
 
+/** A colour sample, styled through the CSSOM: the Content-Security-Policy forbids style attributes. */
+function swatch(color: string): HTMLElement {
+  const element = h("span", { class: "swatch" });
+  element.style.background = color;
+  return element;
+}
+
 function render(): void {
   clear(chart);
   clear(legend);
@@ -56,7 +63,7 @@ function render(): void {
       h(
         "tr",
         {},
-        h("td", {}, h("span", { class: "swatch", style: `background:${colorOf(index)}` }), s.key),
+        h("td", {}, swatch(colorOf(index)), s.key),
         h("td", {}, String(byKey(s.key, "calls"))),
         h("td", {}, formatTokens(byKey(s.key, "inputTokens"))),
         h("td", {}, formatTokens(byKey(s.key, "cachedInputTokens"))),
@@ -79,6 +86,7 @@ window.addEventListener("message", (event: MessageEvent<UsageHostMessage>) => {
   if (message.type === "usage") {
     rows = message.rows;
     since = message.since;
+    range.value = String(message.days);
     render();
     if (message.truncated) status.textContent += " (truncated)";
   } else if (message.type === "usageError") {
