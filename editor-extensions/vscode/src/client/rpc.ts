@@ -1,5 +1,5 @@
 // Typed requests and notifications over an RpcConnection, with the server's advertised features.
-import { CancellationToken, NotificationType, RequestType } from "vscode-jsonrpc";
+import { type CancellationToken, NotificationType, RequestType } from "vscode-jsonrpc";
 import type { RpcConnection } from "./connection";
 import { Emitter, type Disposable } from "./emitter";
 import { isRecord, toProtocolError, type ProtocolError } from "../protocol/errors";

@@ -1,7 +1,6 @@
 // The messages between the extension host and the chat webview (both directions). The protocol
 // client lives in the host; the webview only renders and asks.
 import type {
-  AgentInfo,
   ApprovalDecision,
   ContentInput,
   Conversation,
