@@ -167,7 +167,8 @@ export class ChatController implements Disposable {
       case "delete":
         return this.delete(message.conversationId);
       case "setModel": {
-        await this.require().setModel(message.sessionId, message.model);
+        const session = await this.require().setModel(message.sessionId, message.model);
+        this.post({ type: "sessionModel", sessionId: session.id, ...(session.model.model ? { model: session.model.model } : {}) });
         await this.refreshContext(message.sessionId);
         return;
       }

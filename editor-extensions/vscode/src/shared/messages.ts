@@ -62,6 +62,8 @@ export type HostMessage =
   | { type: "sync"; sessionId: string; state: SyncState }
   | { type: "contextUsage"; sessionId: string; usage: SessionContextUsage }
   | { type: "models"; models: ModelDefinition[]; agentDefault?: ModelRef }
+  /** A session's model changed (from this window's picker or the command palette). */
+  | { type: "sessionModel"; sessionId: string; model?: ModelRef }
   | { type: "composer"; text: string }
   | { type: "notice"; level: "info" | "warning" | "error"; message: string; fix?: FixAction }
   | { type: "focusInput" };

@@ -143,3 +143,21 @@ describe("subscriptions", () => {
     client.dispose();
   });
 });
+
+describe("sub-agent sessions", () => {
+  it("follows a session added to the conversation, nested under its parent", async () => {
+    const s = server();
+    const client = new OpenvaalaClient(s.connection, INIT, FAST);
+    const open = await client.open("conv_1");
+    const added: string[] = [];
+    open.onSessionAdded((entry) => added.push(`${entry.session.id}<${entry.session.parentSessionId ?? ""}`));
+    const child = { ...SESSION, id: "sess_2", agentName: "reviewer", parentSessionId: "sess_1" };
+    s.connection.notify("openvaala/conversationEvent", { subscriptionId: "conv_sub", seq: 1, event: { type: "sessionAdded", session: child } });
+    await waitFor(() => open.session("sess_2")?.subscription.syncState.state === "live", "the sub-agent session to be followed");
+    assert.deepEqual(added, ["sess_2<sess_1"]);
+    assert.equal(open.mainSession?.session.id, "sess_1", "the main session stays the one without a parent");
+    const subscribed = s.connection.callsOf("openvaala/subscribeSession") as { sessionId: string }[];
+    assert.deepEqual(subscribed.map((p) => p.sessionId), ["sess_1", "sess_2"]);
+    client.dispose();
+  });
+});

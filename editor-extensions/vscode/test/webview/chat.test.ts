@@ -204,6 +204,35 @@ describe("the chat webview in Chromium", { skip: SKIP, timeout: 60_000 }, () => 
     });
   });
 
+  it("nests a sub-agent's session where it started", async () => {
+    await page.page.reload();
+    await page.page.waitForFunction(() => (globalThis as unknown as { __posted: unknown[] }).__posted.length > 0);
+    const replay = new Replay(loadFixture());
+    await page.send(...replay.opening());
+    for (const step of replay.steps()) await page.send(...step.messages);
+    const p = page.page;
+    const items = replay.timeline.snapshot().items;
+    const shellCall = items.find((logged) => logged.item.type === "toolCall")!;
+    const child = {
+      id: "sess_child",
+      conversationId: replay.conversation.id,
+      agentName: "reviewer",
+      createdAt: shellCall.item.createdAt,
+      model: { model: { provider: "fake", name: "fake-model" } },
+      parentSessionId: replay.fixture.sessionId,
+    };
+    const empty = { items: [], streaming: [], pending: [], approvals: [], status: { state: "running" as const }, hasEarlier: false, errors: [] };
+    await page.send({ type: "session", session: child, anchor: shellCall.ordinal, snapshot: empty });
+    const found: Item = { ...shellCall.item, id: "item_child_1", sessionId: "sess_child", type: "assistantMessage", content: [{ type: "text", text: "The reviewer found **nothing** to fix." }] };
+    await page.send({ type: "ops", sessionId: "sess_child", ops: [{ op: "saved", ordinal: 100, item: found }] });
+    const nested = p.locator("details.subsession[data-session-id=sess_child]");
+    assert.match((await nested.locator("summary").textContent()) ?? "", /Sub-agent: reviewer.*fake\/fake-model/);
+    assert.equal(await nested.locator(".item-assistantMessage strong").textContent(), "nothing");
+    // right after the parent's item it is anchored to
+    const previous = await nested.evaluate((element) => (element.previousElementSibling as HTMLElement | null)?.dataset.itemId);
+    assert.equal(previous, shellCall.item.id);
+  });
+
   it("appends deltas without re-rendering the conversation, even a long one", async () => {
     await page.page.reload();
     await page.page.waitForFunction(() => (globalThis as unknown as { __posted: unknown[] }).__posted.length > 0);

@@ -124,6 +124,9 @@ export class ChatApp {
       case "models":
         this.header.setModels(message.models, message.agentDefault);
         return;
+      case "sessionModel":
+        if (message.sessionId === this.mainSessionId) this.header.setSessionModel(message.model);
+        return;
       case "composer":
         this.composer.restore(message.text);
         return;
