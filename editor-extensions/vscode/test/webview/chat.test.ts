@@ -21,6 +21,51 @@ describe("the chat webview in Chromium", { skip: SKIP, timeout: 60_000 }, () => 
     await page?.close();
   });
 
+  it("lists conversations with search, the archived filter, running turns and per-entry actions", async () => {
+    const replay = new Replay(loadFixture(), [...loadFixture().server.methods]);
+    const [init] = replay.opening();
+    assert.ok(init);
+    const conversation = (id: string, title: string, archived = false) => ({
+      conversation: { ...replay.conversation, id, title, archived, updatedAt: new Date(Date.now() - 5 * 60_000).toISOString() },
+      running: false,
+    });
+    await page.send(init, {
+      type: "conversations",
+      entries: [conversation("conv_a", "Refactor the parser"), conversation("conv_b", "")],
+      running: ["conv_a"],
+      filter: { query: "", archived: false },
+      append: false,
+    });
+    const p = page.page;
+    const rows = p.locator(".conversation-row");
+    assert.deepEqual(await rows.locator(".conversation-title").allTextContents(), ["Refactor the parser", "Untitled conversation"]);
+    assert.deepEqual(await p.locator(".conversation-row.running").evaluateAll((e) => e.map((r) => (r as HTMLElement).dataset.conversationId)), ["conv_a"]);
+    assert.equal(await rows.first().locator(".conversation-meta").textContent(), "5 min ago");
+    await page.send({ type: "running", conversationIds: ["conv_b"] });
+    assert.deepEqual(await p.locator(".conversation-row.running").evaluateAll((e) => e.map((r) => (r as HTMLElement).dataset.conversationId)), ["conv_b"]);
+    await page.screenshot("chat-list");
+
+    await page.clearPosted();
+    await p.locator("input.search").fill("parser");
+    await p.waitForFunction(() => (globalThis as unknown as { __posted: unknown[] }).__posted.length > 0);
+    await p.locator("input.archived-toggle").check();
+    await rows.first().hover();
+    await rows.first().locator("button[data-action=rename]").click();
+    await rows.first().locator("button[data-action=archive]").click();
+    await rows.first().locator("button[data-action=delete]").click();
+    await rows.first().locator(".conversation-title").click();
+    await p.locator("button[data-action=new]").click();
+    assert.deepEqual(await page.posted(), [
+      { type: "list", filter: { query: "parser", archived: false } },
+      { type: "list", filter: { query: "parser", archived: true } },
+      { type: "rename", conversationId: "conv_a" },
+      { type: "archive", conversationId: "conv_a", archived: true },
+      { type: "delete", conversationId: "conv_a" },
+      { type: "open", conversationId: "conv_a" },
+      { type: "create" },
+    ]);
+  });
+
   it("renders the recorded run: streamed text, folded reasoning, tool calls with results, queued input", async () => {
     await page.page.reload();
     await page.page.waitForFunction(() => (globalThis as unknown as { __posted: unknown[] }).__posted.length > 0);
@@ -274,6 +319,20 @@ describe("the chat webview in Chromium", { skip: SKIP, timeout: 60_000 }, () => 
     const firstParagraph = await p.evaluate(() => (document.querySelector('[data-item-id="item_new"] .md-stable p') as unknown as { mark?: boolean }).mark);
     assert.equal(firstParagraph, true, "finished paragraphs of the streaming answer are rendered once");
     assert.equal(await p.locator('[data-item-id="item_new"] p').count(), 500);
+
+    // older history loads on request, above what is there
+    const older = Array.from({ length: 3 }, (_, index) => ({
+      ordinal: index + 1,
+      item: { ...base, id: `item_older_${index}`, content: [{ type: "text" as const, text: `Older ${index}` }] },
+    }));
+    await page.send(init, opened, { ...session, snapshot: { ...session.snapshot, items: many.map((l) => ({ ...l, ordinal: l.ordinal + 3 })), streaming: [], hasEarlier: true } });
+    await page.clearPosted();
+    await p.locator("button.load-earlier").click();
+    assert.deepEqual(await page.posted(), [{ type: "loadEarlier", sessionId }]);
+    await page.send({ type: "ops", sessionId, ops: [{ op: "earlier", items: older, hasEarlier: false }] });
+    const firstTexts = await p.locator(".item-assistantMessage .md").evaluateAll((elements) => elements.slice(0, 4).map((e) => e.textContent?.trim()));
+    assert.deepEqual(firstTexts, ["Older 0", "Older 1", "Older 2", "Message 0 with some text."]);
+    assert.equal(await p.locator("button.load-earlier").isVisible(), false);
     console.log(`# 500 deltas into a 400-item conversation: ${elapsed} ms (20 messages, each rendered)`);
   });
 });

@@ -62,8 +62,9 @@ export class SessionView {
     const fragment = document.createDocumentFragment();
     for (const logged of snapshot.items) fragment.append(this.createSaved(logged));
     for (const streamed of snapshot.streaming) fragment.append(this.createStreaming(streamed.item));
-    // children stay: they are sessions of their own
     this.list.prepend(fragment);
+    // sub-sessions stay (they are sessions of their own) but go back where their anchor says
+    for (const child of this.children.values()) this.insertByOrdinal(child.element, Number(child.element.dataset.ordinal));
     this.earlier.hidden = !snapshot.hasEarlier;
     this.earlier.disabled = false;
     this.events.grew();
