@@ -15,7 +15,7 @@ import type {
   TokenUsage,
   Turn,
 } from "../protocol/generated";
-import type { AnySessionEvent, ApprovalRequest } from "../protocol/events";
+import type { AnyItemStatus, AnySessionEvent, ApprovalRequest } from "../protocol/events";
 
 export interface PendingInput {
   item: Item;
@@ -89,7 +89,7 @@ export function appendDelta(item: Item, delta: string): void {
 }
 
 export function isAwaitingApproval(item: Item): boolean {
-  return (item.status as string) === "awaitingApproval";
+  return (item.status as AnyItemStatus) === "awaitingApproval";
 }
 
 function parseArguments(text: string): unknown {
@@ -132,10 +132,6 @@ export class SessionTimeline {
 
   get state(): SessionStatus {
     return { ...this.status };
-  }
-
-  hasItem(itemId: string): boolean {
-    return this.savedIds.has(itemId);
   }
 
   item(itemId: string): Item | undefined {

@@ -15,7 +15,6 @@ interface FolderConnection {
   server: ServerCommand;
   languageClient: LanguageClient;
   client: OpenvaalaClient;
-  started: boolean;
 }
 
 export function folderKey(folder: vscode.WorkspaceFolder): string {
@@ -46,11 +45,6 @@ export class ServerConnections implements ClientProvider, vscode.Disposable {
 
   status(folder: string): ConnectionStatus {
     return this.statuses.get(folder) ?? { state: "starting" };
-  }
-
-  /** The running connection of a folder, if started. */
-  existing(folder: string): FolderConnection | undefined {
-    return this.connections.get(folder);
   }
 
   private setStatus(folder: string, status: ConnectionStatus): void {
@@ -121,7 +115,7 @@ export class ServerConnections implements ClientProvider, vscode.Disposable {
       throw new FixableError(message, { label: "Show the log", command: "log" });
     }
     const client = new OpenvaalaClient(languageClient, languageClient.initializeResult);
-    const connection: FolderConnection = { folder, server, languageClient, client, started: true };
+    const connection: FolderConnection = { folder, server, languageClient, client };
     this.connections.set(key, connection);
     const features = client.features;
     this.setStatus(key, { state: "ready", serverVersion: features.serverVersion, protocolVersion: features.protocolVersion });

@@ -51,11 +51,6 @@ export function errorKind(error: unknown): ProtocolError["kind"] {
   return toProtocolError(error).kind;
 }
 
-/** The runtime went away under a request (the front restarts the host): subscribe and list again. */
-export function isRuntimeStopped(error: unknown): boolean {
-  return errorKind(error) === "runtimeStopped";
-}
-
 /** Kinds after which a closed subscription should be re-established (PROTOCOL.md §3). */
 export const RESUBSCRIBE_KINDS: ReadonlySet<string> = new Set([
   "runtimeStopped",
