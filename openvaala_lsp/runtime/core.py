@@ -47,6 +47,7 @@ from openvaala_lsp.runtime.subscribing import Subscribing
 from openvaala_lsp.runtime.titles import Titles
 from openvaala_lsp.runtime.workspace import Workspace
 from openvaala_lsp.storage.interfaces import Storage
+from openvaala_lsp.tools import sandbox
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -82,7 +83,10 @@ class Runtime:
         """A runtime over `storage`; turns a previous process left running read `interrupted`.
         `options` are `RuntimeOptions`' fields."""
         await storage.interrupt_running_turns(utcnow())
-        return cls(storage, definitions, **options)
+        runtime = cls(storage, definitions, **options)
+        # whether the sandbox can start, probed once, off the event loop, before an editor asks
+        runtime.state.spawn(asyncio.to_thread(sandbox.state), name="sandbox probe")
+        return runtime
 
     @property
     def storage(self) -> Storage:

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from lsp_client import LspClient, ResponseError
 
+from openvaala_lsp.tools import sandbox
+
 
 async def test_initialize_advertises_the_protocol(home: Path, workspace: Path) -> None:
     lsp = await LspClient.spawn(home, cwd=workspace)
@@ -22,6 +24,9 @@ async def test_initialize_advertises_the_protocol(home: Path, workspace: Path) -
     for method in ("createConversation", "listConversations", "listItems", "subscribeConversation", "isIdle"):
         assert "openvaala/" + method in openvaala["methods"]
     assert "openvaala/subscriptionClosed" in openvaala["notifications"]
+    assert "openvaala/answerApproval" in openvaala["methods"]
+    probed = sandbox.state()
+    assert openvaala["sandbox"] == {"usable": probed.usable, "reason": probed.reason}
     assert result["serverInfo"]["name"] == "openvaala-lsp"
 
 
