@@ -1,7 +1,11 @@
-"""Reading what happened: sessions, turns, items, a session's details and context usage, and SQL on
-the history. Nothing here changes state."""
+"""Reading what happened: sessions, turns, items, a session's details and context usage, SQL on the
+history, and its export as Parquet. Nothing here changes state (an export records only how far it got)."""
 
 from __future__ import annotations
+
+import datetime as dt
+import getpass
+import socket
 
 from openvaala_lsp.definitions import ModelDefinition
 from openvaala_lsp.model import ContextUsage, LoggedItem, ModelRef, Order, Page, Session, TokenUsage, Turn
@@ -12,6 +16,7 @@ from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.model_clients import resolve_model
 from openvaala_lsp.runtime.state import RuntimeState
 from openvaala_lsp.storage.errors import QueryError, StorageClosedError
+from openvaala_lsp.storage.export import ExportRequest
 from openvaala_lsp.storage.interfaces import all_session_items
 from openvaala_lsp.tools.registry import local_tools
 
@@ -138,4 +143,28 @@ class History:
             columns=[api.QueryColumn(name=c.name, type=c.type) for c in result.columns],
             rows=result.rows,
             truncated=result.truncated,
+        )
+
+    async def export_usage(self, client: Client, params: api.ExportUsageParams) -> api.ExportUsageResult:
+        """The analytic views' new rows as Parquet, written on a thread of the storage's own."""
+        request = ExportRequest(
+            directory=params.directory,
+            machine=params.machine or socket.gethostname(),
+            user=params.user or getpass.getuser(),
+            redact=params.redact,
+            settle=dt.timedelta(seconds=self.state.options.export_settle_seconds),
+        )
+        try:
+            outcome = await self.state.storage.export_usage(request)
+        except OSError as exc:  # the directory: not writable, a file in the way, the disk full
+            raise InvalidParams(f"cannot write there: {exc.strerror or exc} @ $.directory") from None
+        except StorageClosedError:
+            raise RuntimeStopped() from None
+        return api.ExportUsageResult(
+            directory=request.directory,
+            number=outcome.number,
+            machine=request.machine,
+            user=request.user,
+            redacted=request.redact,
+            tables=[api.ExportedTable(name=t.name, rows=t.rows, files=t.files) for t in outcome.tables],
         )

@@ -201,8 +201,8 @@ CREATE TABLE exports (
   machine VARCHAR NOT NULL,
   user_name VARCHAR NOT NULL,
   redacted BOOLEAN NOT NULL,
-  calls_after_seq BIGINT NOT NULL,
-  settled_until TIMESTAMPTZ NOT NULL,
+  calls_through_seq BIGINT NOT NULL,
+  settled_through TIMESTAMPTZ NOT NULL,
   model_calls BIGINT NOT NULL,
   turns BIGINT NOT NULL,
   compactions BIGINT NOT NULL

@@ -1,0 +1,214 @@
+"""`openvaala export --parquet DIR`: the analytic views as Parquet, partitioned by day, incrementally.
+
+Layout: `DIR/<table>/day=YYYY-MM-DD/<user>@<machine>-<db>-<number>_<i>.parquet`, with `day` also inside
+the files (engines that do not read Hive partitions still have it), and `machine` and `user` columns,
+so many people's exports pool in one folder or bucket. Tables:
+- `model_calls`: `model_calls_v`, the calls appended since the last export (by `seq`, which grows in
+  commit order: a snapshot sees every call up to its largest `seq`);
+- `turns`: `turns_v`, the turns that ended since the last export;
+- `compactions`: `compactions_v`, the compactions made since the last export.
+Turns and compactions carry times, not sequence numbers, so they are taken once they are `settle`
+old (a row committed a moment after the time it carries is never skipped). Aggregates (`usage_daily`,
+`sessions_tree`, `context_usage`) are not exported: exported increments of them would add up wrong,
+and each is one query over the tables above.
+
+The watermark is a row of the `exports` table per export and destination, written after the files.
+An export that fails before it leaves files under its number; the next one, which has the same
+number, removes them first. No item payloads are exported (no prompts, answers or tool output); error
+messages are scrubbed of anything shaped like a key, and `redact` drops them (and with them any text
+a provider quoted back).
+
+The database runs without external access (`duckdb_store.CONFIG`), so the files are written by an
+in-memory DuckDB of their own, reading the snapshot's rows over the Arrow C stream interface.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import attrs
+import duckdb
+
+from openvaala_lsp.storage.codec import Row
+
+SETTLE = dt.timedelta(seconds=60)
+EXPORT_COLUMNS = (
+    "destination",
+    "number",
+    "exported_at",
+    "machine",
+    "user_name",
+    "redacted",
+    "calls_through_seq",
+    "settled_through",
+    "model_calls",
+    "turns",
+    "compactions",
+)
+_NEVER = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+# a key in an error message: `sk-...`, `Bearer ...`, `api_key=...`, `x-api-key: ...`
+_SECRET = r"(?i)(sk-|bearer\s+|api[_-]?key[\"']?\s*[=:]\s*[\"']?|key-)[A-Za-z0-9._~+/=-]{6,}"
+WRITER_CONFIG: dict[str, Any] = {
+    "threads": 1,
+    "memory_limit": "256MB",
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+}
+
+
+@attrs.frozen
+class ExportRequest:
+    directory: str  # absolute
+    machine: str
+    user: str
+    redact: bool = False
+    settle: dt.timedelta = SETTLE
+
+
+@attrs.frozen
+class ExportedTable:
+    name: str
+    rows: int
+    files: int
+
+
+@attrs.frozen
+class ExportOutcome:
+    number: int
+    tables: list[ExportedTable]
+    watermark: Row  # the `exports` row to record once the files are written
+
+
+@attrs.frozen
+class _Table:
+    name: str
+    view: str
+    where: str  # with two parameters: the previous watermark and the new one
+    redacted: tuple[str, ...]  # text columns dropped by `redact` (NULL), scrubbed otherwise
+
+
+TABLES = (
+    _Table("model_calls", "model_calls_v", "seq > ? AND seq <= ?", ("error",)),
+    _Table("turns", "turns_v", "status <> 'running' AND ended_at > ? AND ended_at <= ?", ("error",)),
+    _Table("compactions", "compactions_v", "created_at > ? AND created_at <= ?", ()),
+)
+
+
+def safe_name(text: str) -> str:
+    """`text` as a file name part: letters, digits, `.`, `_` and `-` kept, anything else `_`."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", text)[:64] or "_"
+
+
+def export(cursor: duckdb.DuckDBPyConnection, database: str, request: ExportRequest, now: dt.datetime) -> ExportOutcome:
+    """Writes what is new for `request.directory` (blocking: run it in a thread of its own). Reads one
+    snapshot of the database on `cursor`, which it closes."""
+    try:
+        cursor.execute("BEGIN TRANSACTION READ ONLY")
+        number, last_seq, last_settled = _watermark(cursor, request.directory)
+        (through_seq,) = _one(cursor, "SELECT coalesce(max(seq), ?) FROM model_calls", [last_seq])
+        settled = max(now - request.settle, last_settled)
+        bounds = {"model_calls": (last_seq, through_seq), "turns": (last_settled, settled)}
+        bounds["compactions"] = (last_settled, settled)
+        prefix = f"{safe_name(request.user)}@{safe_name(request.machine)}-{_database_tag(database)}-{number:06d}"
+        writer = duckdb.connect(":memory:", config=WRITER_CONFIG)
+        try:
+            writer.execute("SET TimeZone = 'UTC'")
+            tables = [
+                _write(cursor, writer, table, bounds[table.name], request, Path(request.directory), prefix)
+                for table in TABLES
+            ]
+        finally:
+            writer.close()
+        counts = {table.name: table.rows for table in tables}
+        watermark = (
+            request.directory,
+            number,
+            now,
+            request.machine,
+            request.user,
+            request.redact,
+            through_seq,
+            settled,
+            counts["model_calls"],
+            counts["turns"],
+            counts["compactions"],
+        )
+        return ExportOutcome(number=number, tables=tables, watermark=watermark)
+    finally:
+        cursor.close()  # the read transaction ends with it
+
+
+def _watermark(cursor: duckdb.DuckDBPyConnection, destination: str) -> tuple[int, int, dt.datetime]:
+    """The next export's number, the last call exported, and the time turns were taken up to."""
+    number, seq, settled = _one(
+        cursor,
+        "SELECT coalesce(max(number), 0) + 1, coalesce(max(calls_through_seq), 0), max(settled_through)"
+        " FROM exports WHERE destination = ?",
+        [destination],
+    )
+    return int(number), int(seq), settled or _NEVER
+
+
+def _write(
+    cursor: duckdb.DuckDBPyConnection,
+    writer: duckdb.DuckDBPyConnection,
+    table: _Table,
+    bounds: tuple[Any, Any],
+    request: ExportRequest,
+    directory: Path,
+    prefix: str,
+) -> ExportedTable:
+    target = directory / table.name
+    for stale in target.glob(f"day=*/{prefix}_*.parquet"):  # left by a failed try of this export
+        stale.unlink()
+    text = ", ".join(
+        f"NULL::VARCHAR AS {c}"
+        if request.redact
+        else f"regexp_replace({c}, '{_literal(_SECRET)}', '\\1[redacted]', 'g') AS {c}"
+        for c in table.redacted
+    )
+    replace = f" REPLACE ({text})" if text else ""
+    rows = cursor.sql(
+        f'SELECT ? AS machine, ? AS "user", *{replace} FROM {table.view} WHERE {table.where}',
+        params=[request.machine, request.user, *bounds],
+    )
+    source = _Stream(rows)  # noqa: F841 (read by name in the COPY below)
+    os.makedirs(target, exist_ok=True)
+    try:
+        (count, files) = writer.execute(
+            f"COPY (SELECT * FROM source) TO '{_literal(str(target))}' (FORMAT parquet, PARTITION_BY (day),"
+            f" WRITE_PARTITION_COLUMNS true, FILENAME_PATTERN '{_literal(prefix)}_{{i}}', OVERWRITE_OR_IGNORE,"
+            " RETURN_FILES true)"
+        ).fetchall()[0]
+    except duckdb.IOException as exc:  # the files, not the database: the caller's OSError
+        raise OSError(str(exc)) from None
+    return ExportedTable(name=table.name, rows=int(count), files=len(files))
+
+
+class _Stream:
+    """A relation as an Arrow C stream only: the writer's DuckDB scans it without knowing whose it is."""
+
+    def __init__(self, relation: duckdb.DuckDBPyRelation) -> None:
+        self._relation = relation
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        return self._relation.__arrow_c_stream__(requested_schema)
+
+
+def _one(cursor: duckdb.DuckDBPyConnection, sql: str, parameters: list[Any]) -> tuple[Any, ...]:
+    (row,) = cursor.execute(sql, parameters).fetchall()  # fetched whole: the cursor is used again
+    return tuple(row)
+
+
+def _database_tag(path: str) -> str:
+    """Tells apart two databases of one user on one machine exporting into one folder."""
+    return hashlib.sha256(os.path.realpath(path).encode()).hexdigest()[:8]
+
+
+def _literal(text: str) -> str:
+    return text.replace("'", "''")
