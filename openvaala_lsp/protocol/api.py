@@ -313,8 +313,13 @@ class SessionDetails:
 
 @attrs.define(kw_only=True)
 class ItemTokens:
+    """What one item of the model's context takes: its type, and the tool's name for a tool call or
+    result, so an editor can show what fills the window (tool output, messages, the compaction)."""
+
     item_id: ItemId
     tokens: int
+    type: str
+    tool_name: str | None = None
 
 
 @attrs.define(kw_only=True)

@@ -8,12 +8,13 @@ import getpass
 import socket
 
 from openvaala_lsp.definitions import ModelDefinition
-from openvaala_lsp.model import ContextUsage, LoggedItem, ModelRef, Order, Page, Session, TokenUsage, Turn
+from openvaala_lsp.model import ContextUsage, Item, LoggedItem, ModelRef, Order, Page, Session, TokenUsage, Turn
 from openvaala_lsp.protocol import api
 from openvaala_lsp.protocol.errors import InvalidParams, NoModelConfigured, NotFound, RuntimeStopped, SessionNotFound
 from openvaala_lsp.runtime import compaction, context
 from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.model_clients import resolve_model
+from openvaala_lsp.runtime.session import agent_instructions
 from openvaala_lsp.runtime.state import RuntimeState
 from openvaala_lsp.storage.errors import QueryError, StorageClosedError
 from openvaala_lsp.storage.export import ExportRequest
@@ -108,10 +109,15 @@ class History:
             model = None
         window = model.context_window if model else 0
         tools = opened.tools(definitions, session) if opened else local_tools()
-        instructions = runner.instructions(definitions) if runner else ""
+        if runner is not None:
+            instructions = runner.instructions(definitions)
+        else:  # not loaded: what its next turn would send
+            conversation = await state.conversation(params.conversation_id)
+            directory = conversation.executor_settings.directory or (opened.directory() if opened else "/")
+            instructions = agent_instructions(definitions, session.agent_name, directory)
         last = runner.last_call if runner else None
         return api.SessionContextUsage(
-            items=[api.ItemTokens(item_id=item.id, tokens=context.estimate_item(item)) for item in items],
+            items=[_item_tokens(item) for item in items],
             next_request=runner.next_request_usage(window) if runner else ContextUsage(window=window),
             system_tokens=context.estimate_text(instructions),
             threshold_tokens=compaction.threshold(model),
@@ -168,3 +174,9 @@ class History:
             redacted=request.redact,
             tables=[api.ExportedTable(name=t.name, rows=t.rows, files=t.files) for t in outcome.tables],
         )
+
+
+def _item_tokens(item: Item) -> api.ItemTokens:
+    """An item's share of the context, estimated as the context's own estimate counts it."""
+    tool = item.tool_call.name if item.tool_call else item.tool_result.name if item.tool_result else None
+    return api.ItemTokens(item_id=item.id, tokens=context.estimate_item(item), type=item.type, tool_name=tool or None)
