@@ -128,7 +128,9 @@ def _fill(con: duckdb.DuckDBPyConnection, first: int, end: int, spread_over: int
         FROM (SELECT *,
             least(1000 + (h >> 8) % 60000, ctx_window) AS input,
             least(1000 + (h >> 8) % 60000, ctx_window) * ((h >> 24) % 90) // 100 AS cached,
-            CASE WHEN provider = 'anthropic' THEN (h >> 32) % 2000 ELSE 0 END AS cache_write,
+            -- input includes cache reads and writes (the runtime's normalised usage)
+            CASE WHEN provider = 'anthropic' THEN least((h >> 32) % 2000, least(1000 + (h >> 8) % 60000, ctx_window)
+              - least(1000 + (h >> 8) % 60000, ctx_window) * ((h >> 24) % 90) // 100) ELSE 0 END AS cache_write,
             20 + (h >> 40) % 4000 AS output,
             CASE WHEN provider = 'openai' THEN ((h >> 40) % 4000) // 3 ELSE 0 END AS reasoning
           FROM gen)

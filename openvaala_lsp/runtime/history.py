@@ -3,7 +3,6 @@ history, and its export as Parquet. Nothing here changes state (an export record
 
 from __future__ import annotations
 
-import datetime as dt
 import getpass
 import socket
 
@@ -158,7 +157,6 @@ class History:
             machine=params.machine or socket.gethostname(),
             user=params.user or getpass.getuser(),
             redact=params.redact,
-            settle=dt.timedelta(seconds=self.state.options.export_settle_seconds),
         )
         try:
             outcome = await self.state.storage.export_usage(request)

@@ -56,8 +56,6 @@ class RuntimeOptions:
     # seconds an ephemeral conversation lives with no subscriber and no turn (the seed's
     # UnsavedConversationIdleTimeout); OPENVAALA_EPHEMERAL_IDLE_SECONDS sets it for the processes
     unsaved_idle_timeout: float = UNSAVED_IDLE_TIMEOUT
-    # how old a turn's end must be to be exported (a row committed after the time it carries is not lost)
-    export_settle_seconds: float = 60.0
 
 
 class RuntimeState:

@@ -233,7 +233,11 @@ class DuckDBStorage:
             outcome = await asyncio.get_running_loop().run_in_executor(
                 self._query_pool, export.export, self._con.cursor(), self.path, request, now
             )
-            await self._write([Append("exports", export.EXPORT_COLUMNS, [outcome.watermark])], durable=True)
+            watermark: list[Op] = [
+                Append("exports", export.EXPORT_COLUMNS, [outcome.watermark]),
+                Append("exported_rows", export.EXPORTED_ROW_COLUMNS, outcome.exported),
+            ]
+            await self._write(watermark, durable=True)
             return outcome
 
     async def _stop_queries(self) -> None:

@@ -3,20 +3,19 @@
 Layout: `DIR/<table>/day=YYYY-MM-DD/<user>@<machine>-<db>-<number>_<i>.parquet`, with `day` also inside
 the files (engines that do not read Hive partitions still have it), and `machine` and `user` columns,
 so many people's exports pool in one folder or bucket. Tables:
-- `model_calls`: `model_calls_v`, the calls appended since the last export (by `seq`, which grows in
-  commit order: a snapshot sees every call up to its largest `seq`);
-- `turns`: `turns_v`, the turns that ended since the last export;
-- `compactions`: `compactions_v`, the compactions made since the last export.
-Turns and compactions carry times, not sequence numbers, so they are taken once they are `settle`
-old (a row committed a moment after the time it carries is never skipped). Aggregates (`usage_daily`,
-`sessions_tree`, `context_usage`) are not exported: exported increments of them would add up wrong,
-and each is one query over the tables above.
+- `model_calls`: `model_calls_v`, the calls appended since the last export to DIR, by `seq`, which
+  grows in commit order (one writer), so a snapshot sees every call up to its largest `seq`;
+- `turns`: `turns_v`, the turns that have ended and were not exported to DIR yet;
+- `compactions`: `compactions_v`, likewise.
+A turn changes until it ends, and a fork copies turns and items with their old times, so neither a
+sequence nor a time says what is new there: the ids exported are kept (`exported_rows`) and left out
+next time. Aggregates (`usage_daily`, `sessions_tree`, `context_usage`) are not exported: increments
+of them would add up wrong, and each is one query over the tables above.
 
-The watermark is a row of the `exports` table per export and destination, written after the files.
-An export that fails before it leaves files under its number; the next one, which has the same
-number, removes them first. No item payloads are exported (no prompts, answers or tool output); error
-messages are scrubbed of anything shaped like a key, and `redact` drops them (and with them any text
-a provider quoted back).
+The watermark (a row of `exports`, and the ids) is written after the files, in one transaction. An
+export that fails leaves files under its number; the next one, which has the same number, removes
+them first. No item payloads are exported (no prompts, answers or tool output); error messages are
+scrubbed of anything shaped like a key, and `redact` drops them (with any text a provider quoted).
 
 The database runs without external access (`duckdb_store.CONFIG`), so the files are written by an
 in-memory DuckDB of their own, reading the snapshot's rows over the Arrow C stream interface.
@@ -36,7 +35,6 @@ import duckdb
 
 from openvaala_lsp.storage.codec import Row
 
-SETTLE = dt.timedelta(seconds=60)
 EXPORT_COLUMNS = (
     "destination",
     "number",
@@ -45,12 +43,11 @@ EXPORT_COLUMNS = (
     "user_name",
     "redacted",
     "calls_through_seq",
-    "settled_through",
     "model_calls",
     "turns",
     "compactions",
 )
-_NEVER = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+EXPORTED_ROW_COLUMNS = ("destination", "kind", "id")
 # a key in an error message: `sk-...`, `Bearer ...`, `api_key=...`, `x-api-key: ...`
 _SECRET = r"(?i)(sk-|bearer\s+|api[_-]?key[\"']?\s*[=:]\s*[\"']?|key-)[A-Za-z0-9._~+/=-]{6,}"
 WRITER_CONFIG: dict[str, Any] = {
@@ -67,7 +64,6 @@ class ExportRequest:
     machine: str
     user: str
     redact: bool = False
-    settle: dt.timedelta = SETTLE
 
 
 @attrs.frozen
@@ -82,20 +78,45 @@ class ExportOutcome:
     number: int
     tables: list[ExportedTable]
     watermark: Row  # the `exports` row to record once the files are written
+    exported: list[Row]  # and the `exported_rows` of the turns and compactions written
 
 
 @attrs.frozen
 class _Table:
     name: str
     view: str
-    where: str  # with two parameters: the previous watermark and the new one
+    key: str  # the view's id column
+    new: str  # the ids to export: with `?` for the last call exported and the last now, or the destination
     redacted: tuple[str, ...]  # text columns dropped by `redact` (NULL), scrubbed otherwise
+    tracked: bool  # its ids go to `exported_rows`
 
 
+_NOT_EXPORTED = "NOT IN (SELECT id FROM exported_rows WHERE destination = ? AND kind = '{kind}')"
 TABLES = (
-    _Table("model_calls", "model_calls_v", "seq > ? AND seq <= ?", ("error",)),
-    _Table("turns", "turns_v", "status <> 'running' AND ended_at > ? AND ended_at <= ?", ("error",)),
-    _Table("compactions", "compactions_v", "created_at > ? AND created_at <= ?", ()),
+    _Table(
+        "model_calls",
+        "model_calls_v",
+        "seq",
+        "SELECT seq FROM model_calls WHERE seq > ? AND seq <= ?",
+        ("error",),
+        False,
+    ),
+    _Table(
+        "turns",
+        "turns_v",
+        "turn_id",
+        f"SELECT id FROM turns WHERE status <> 'running' AND id {_NOT_EXPORTED.format(kind='turns')}",
+        ("error",),
+        True,
+    ),
+    _Table(
+        "compactions",
+        "compactions_v",
+        "item_id",
+        f"SELECT item_id FROM items WHERE type = 'compaction' AND item_id {_NOT_EXPORTED.format(kind='compactions')}",
+        (),
+        True,
+    ),
 )
 
 
@@ -109,19 +130,20 @@ def export(cursor: duckdb.DuckDBPyConnection, database: str, request: ExportRequ
     snapshot of the database on `cursor`, which it closes."""
     try:
         cursor.execute("BEGIN TRANSACTION READ ONLY")
-        number, last_seq, last_settled = _watermark(cursor, request.directory)
+        number, last_seq = _watermark(cursor, request.directory)
         (through_seq,) = _one(cursor, "SELECT coalesce(max(seq), ?) FROM model_calls", [last_seq])
-        settled = max(now - request.settle, last_settled)
-        bounds = {"model_calls": (last_seq, through_seq), "turns": (last_settled, settled)}
-        bounds["compactions"] = (last_settled, settled)
         prefix = f"{safe_name(request.user)}@{safe_name(request.machine)}-{_database_tag(database)}-{number:06d}"
         writer = duckdb.connect(":memory:", config=WRITER_CONFIG)
+        exported: list[Row] = []
         try:
             writer.execute("SET TimeZone = 'UTC'")
-            tables = [
-                _write(cursor, writer, table, bounds[table.name], request, Path(request.directory), prefix)
-                for table in TABLES
-            ]
+            tables = []
+            for table in TABLES:
+                bounds = [request.directory] if table.tracked else [last_seq, through_seq]
+                if table.tracked:  # the same snapshot gives the COPY below the same rows
+                    ids = cursor.execute(table.new, bounds).fetchall()
+                    exported += [(request.directory, table.name, key) for (key,) in ids]
+                tables.append(_write(cursor, writer, table, bounds, request, Path(request.directory), prefix))
         finally:
             writer.close()
         counts = {table.name: table.rows for table in tables}
@@ -133,32 +155,30 @@ def export(cursor: duckdb.DuckDBPyConnection, database: str, request: ExportRequ
             request.user,
             request.redact,
             through_seq,
-            settled,
             counts["model_calls"],
             counts["turns"],
             counts["compactions"],
         )
-        return ExportOutcome(number=number, tables=tables, watermark=watermark)
+        return ExportOutcome(number=number, tables=tables, watermark=watermark, exported=exported)
     finally:
         cursor.close()  # the read transaction ends with it
 
 
-def _watermark(cursor: duckdb.DuckDBPyConnection, destination: str) -> tuple[int, int, dt.datetime]:
-    """The next export's number, the last call exported, and the time turns were taken up to."""
-    number, seq, settled = _one(
+def _watermark(cursor: duckdb.DuckDBPyConnection, destination: str) -> tuple[int, int]:
+    """The next export's number and the last call exported."""
+    number, seq = _one(
         cursor,
-        "SELECT coalesce(max(number), 0) + 1, coalesce(max(calls_through_seq), 0), max(settled_through)"
-        " FROM exports WHERE destination = ?",
+        "SELECT coalesce(max(number), 0) + 1, coalesce(max(calls_through_seq), 0) FROM exports WHERE destination = ?",
         [destination],
     )
-    return int(number), int(seq), settled or _NEVER
+    return int(number), int(seq)
 
 
 def _write(
     cursor: duckdb.DuckDBPyConnection,
     writer: duckdb.DuckDBPyConnection,
     table: _Table,
-    bounds: tuple[Any, Any],
+    bounds: list[Any],
     request: ExportRequest,
     directory: Path,
     prefix: str,
@@ -174,7 +194,7 @@ def _write(
     )
     replace = f" REPLACE ({text})" if text else ""
     rows = cursor.sql(
-        f'SELECT ? AS machine, ? AS "user", *{replace} FROM {table.view} WHERE {table.where}',
+        f'SELECT ? AS machine, ? AS "user", *{replace} FROM {table.view} WHERE {table.key} IN ({table.new})',
         params=[request.machine, request.user, *bounds],
     )
     source = _Stream(rows)  # noqa: F841 (read by name in the COPY below)

@@ -202,10 +202,15 @@ CREATE TABLE exports (
   user_name VARCHAR NOT NULL,
   redacted BOOLEAN NOT NULL,
   calls_through_seq BIGINT NOT NULL,
-  settled_through TIMESTAMPTZ NOT NULL,
   model_calls BIGINT NOT NULL,
   turns BIGINT NOT NULL,
   compactions BIGINT NOT NULL
+);
+-- turns (which change until they end) and compactions exported to a destination, by id
+CREATE TABLE exported_rows (
+  destination VARCHAR NOT NULL,
+  kind VARCHAR NOT NULL,
+  id VARCHAR NOT NULL
 );
 CREATE VIEW model_calls_v AS
 SELECT
