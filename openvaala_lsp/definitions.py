@@ -7,7 +7,7 @@ import enum
 
 import attrs
 
-from openvaala_lsp.model import ModelRef
+from openvaala_lsp.model import ModelPrice, ModelRef
 
 MODEL_APIS = ("openai-chat", "openai-responses", "openai-completions", "anthropic", "ollama")
 
@@ -35,6 +35,7 @@ class ModelDefinition:
     compact_threshold: int | None = None
     display_name: str | None = None
     local_server: LocalServer | None = None  # set: the runtime starts the server and ignores base_url
+    price: ModelPrice | None = None  # recorded with each call, for the `cost` of the usage views
 
 
 EMBEDDED_MODEL_NOTE = (

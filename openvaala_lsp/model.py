@@ -291,9 +291,43 @@ class LoggedItem:
     item: Item
 
 
+def _non_negative(instance: Any, attribute: attrs.Attribute[Any], value: float | None) -> None:
+    if value is not None and not value >= 0:  # NaN too
+        raise FieldError(attribute.name, "must be a number of at least 0")
+
+
+def _currency(instance: Any, attribute: attrs.Attribute[Any], value: str) -> None:
+    if len(value) != 3 or not value.isascii() or not value.isalpha() or not value.isupper():
+        raise FieldError(attribute.name, f"expected a currency code of three capital letters (ISO 4217), got {value!r}")
+
+
+@attrs.define(kw_only=True)
+class ModelPrice:
+    """What a model costs, per million tokens of each kind, in `currency`. A cache kind without a price
+    of its own costs `input`, reasoning costs `output` (providers bill reasoning as output)."""
+
+    currency: str = attrs.field(default="USD", validator=_currency)
+    input: float = attrs.field(validator=_non_negative)
+    cached_input: float | None = attrs.field(default=None, validator=_non_negative)
+    cache_write: float | None = attrs.field(default=None, validator=_non_negative)
+    output: float = attrs.field(validator=_non_negative)
+    reasoning: float | None = attrs.field(default=None, validator=_non_negative)
+
+    def resolved(self) -> ModelPrice:
+        """Every kind priced: the defaults above made explicit (what a model call records)."""
+        return attrs.evolve(
+            self,
+            cached_input=self.input if self.cached_input is None else self.cached_input,
+            cache_write=self.input if self.cache_write is None else self.cache_write,
+            reasoning=self.output if self.reasoning is None else self.reasoning,
+        )
+
+
 @attrs.define(kw_only=True)
 class ModelCall:
-    """One request to a model provider: the row a user's token-usage SQL reads."""
+    """One request to a model provider: the row a user's token-usage SQL reads. `price` is the model's
+    price when the call was made (None: unknown); `context_window` and `context_tokens` (the runtime's
+    estimate of the request) say how full the window was, for the session's own calls."""
 
     id: ModelCallId
     conversation_id: ConversationId
@@ -309,6 +343,9 @@ class ModelCall:
     workspace: str | None = None
     error: str | None = None
     purpose: ModelCallPurpose = ModelCallPurpose.TURN
+    price: ModelPrice | None = None
+    context_window: int | None = None
+    context_tokens: int | None = None
 
 
 @attrs.define(kw_only=True)

@@ -1,4 +1,5 @@
-"""`openvaala sql`: one read-only statement on the history database, printed as a table.
+"""`openvaala sql`: one read-only statement on the history database, printed as a table, CSV or JSON;
+`openvaala sql --schema`: the tables and views, with what each analytic column means.
 
 DuckDB lets one process hold the file, and while editors are open the runtime host holds it. So:
 - a host runs: the query goes to it over its socket, as an editor connection (`initialize`,
@@ -13,6 +14,8 @@ Both paths take the same params and run the same `storage.sql` code: same guards
 from __future__ import annotations
 
 import asyncio
+import csv
+import io
 import json
 import os
 import sys
@@ -97,7 +100,58 @@ def render_table(result: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def main(sql: str, limit: int | None = None) -> int:
+def render_csv(result: dict[str, Any]) -> str:
+    """RFC 4180 CSV with a header row; NULL is an empty field, lists and objects are JSON."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([c["name"] for c in result["columns"]])
+    for row in result["rows"]:
+        writer.writerow(["" if v is None else v if isinstance(v, str) else json.dumps(v) for v in row])
+    return out.getvalue().rstrip("\n")
+
+
+def render_json(result: dict[str, Any]) -> str:
+    """One JSON array of objects, a key per column, values as `openvaala/query` gives them."""
+    names = [c["name"] for c in result["columns"]]
+    return json.dumps([dict(zip(names, row, strict=True)) for row in result["rows"]], ensure_ascii=False, indent=1)
+
+
+RENDER = {"table": render_table, "csv": render_csv, "json": render_json}
+FORMATS = tuple(RENDER)
+
+# Every table and view with its columns; the analytic views' own words from `COMMENT ON` (migration 5)
+SCHEMA_SQL = """
+SELECT c.table_name AS "table", CASE WHEN v.view_name IS NULL THEN 'table' ELSE 'view' END AS kind,
+  c.column_name AS "column", c.data_type AS type, c.comment, coalesce(v.comment, t.comment) AS about
+FROM duckdb_columns() c
+LEFT JOIN duckdb_views() v ON v.view_name = c.table_name AND v.schema_name = c.schema_name
+LEFT JOIN duckdb_tables() t ON t.table_name = c.table_name AND t.schema_name = c.schema_name
+WHERE NOT c.internal AND c.schema_name = 'main'
+ORDER BY v.comment IS NULL, kind DESC, c.table_name, c.column_index
+"""
+
+
+def render_schema(result: dict[str, Any]) -> str:
+    """The views and tables as a reading list: each one's description, then its columns."""
+    lines: list[str] = []
+    current = None
+    rows = result["rows"]
+    width = max((len(row[2]) for row in rows), default=0)
+    type_width = max((len(row[3]) for row in rows), default=0)
+    for table, kind, column, kind_of_value, comment, about in rows:
+        if table != current:
+            current = table
+            lines += [""] if lines else []
+            lines.append(f"{table} ({kind})" + (f": {about}" if about else ""))
+        doc = f"  {comment}" if comment else ""
+        lines.append(f"  {column.ljust(width)}  {kind_of_value.ljust(type_width)}{doc}".rstrip())
+    return "\n".join(lines)
+
+
+def main(sql: str | None, limit: int | None = None, fmt: str = "table", schema: bool = False) -> int:
+    if schema:
+        sql, limit = SCHEMA_SQL, api.MAX_QUERY_LIMIT
+    assert sql is not None
     try:
         result = asyncio.run(fetch(sql, limit=limit))
     except QueryFailed as exc:
@@ -105,10 +159,8 @@ def main(sql: str, limit: int | None = None) -> int:
         return 1
     except KeyboardInterrupt:  # the query was interrupted on the way out
         return 130
-    try:
-        print(render_table(result), flush=True)
-    except BrokenPipeError:  # `openvaala sql ... | head`: the reader has what it wanted
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+    text = render_schema(result) if schema and fmt == "table" else RENDER[fmt](result)
+    if not emit(text):
         return 0
     if result["truncated"]:
         count = len(result["rows"])
@@ -116,7 +168,19 @@ def main(sql: str, limit: int | None = None) -> int:
     return 0
 
 
-async def _via_host(link: HostLink, params: dict[str, Any]) -> dict[str, Any]:
+def emit(text: str) -> bool:
+    """Prints `text`; False when the reader went away (`openvaala sql ... | head` has what it wanted)."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return False
+    return True
+
+
+async def host_request(link: HostLink, client_name: str, method: str, params: dict[str, Any]) -> Any:
+    """One request as an editor connection of its own: initialize, `method`, shutdown. Raises PeerError
+    for an error answer, ConnectionError if the host goes; closing the connection cancels the request."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
     reader.feed_data(link.leftover)
@@ -125,10 +189,18 @@ async def _via_host(link: HostLink, params: dict[str, Any]) -> dict[str, Any]:
     )
     peer = LspPeer(reader, asyncio.StreamWriter(transport, protocol, reader, loop))
     try:
-        options = {"openvaala": {"clientName": CLIENT_NAME}}
-        await peer.initialize({"clientInfo": {"name": CLIENT_NAME}, "initializationOptions": options})
-        result: dict[str, Any] = await peer.request("openvaala/query", params)
+        options = {"openvaala": {"clientName": client_name}}
+        await peer.initialize({"clientInfo": {"name": client_name}, "initializationOptions": options})
+        result = await peer.request(method, params)
         await peer.shutdown()
+        return result
+    finally:
+        await peer.close()  # a request still running is interrupted when its connection goes
+
+
+async def _via_host(link: HostLink, params: dict[str, Any]) -> dict[str, Any]:
+    try:
+        result: dict[str, Any] = await host_request(link, CLIENT_NAME, "openvaala/query", params)
         return result
     except PeerError as exc:
         if exc.kind == "invalidParams" and exc.problems:
@@ -136,8 +208,6 @@ async def _via_host(link: HostLink, params: dict[str, Any]) -> dict[str, Any]:
         raise QueryFailed(f"query failed: {exc}") from None
     except ConnectionError:
         raise QueryFailed("the openvaala runtime host went away during the query") from None
-    finally:
-        await peer.close()  # a query still running is interrupted when its connection goes
 
 
 async def _on_file(request: api.QueryParams) -> dict[str, Any]:

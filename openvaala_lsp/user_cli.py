@@ -7,8 +7,11 @@
 - `openvaala demo [PROMPT]`: drives `openvaala-lsp` over stdio exactly as an editor does: a real
   conversation with the embedded local model, streamed, then its token usage read back with SQL
   while the editor session is still open.
-- `openvaala sql "SELECT ..." [--limit N]`: queries the history database (conversations, sessions,
-  turns, items, model_calls and the usage views), through the runtime host when one runs.
+- `openvaala sql "SELECT ..." [--limit N] [--format table|csv|json]`, `openvaala sql --schema`: queries
+  the history database (conversations, sessions, turns, items, model_calls and the analytic views),
+  through the runtime host when one runs.
+- `openvaala usage [day|model|project|conversation|agent]`: token and cost reports, with bars or a plot.
+- `openvaala export --parquet DIR`: the analytic views as Parquet, only what is new since the last time.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from openvaala_lsp import __version__, paths, sql_cli
+from openvaala_lsp import __version__, export_cli, paths, sql_cli, usage_cli
 from openvaala_lsp.config import trust
 from openvaala_lsp.definitions import embedded_model
 from openvaala_lsp.lsp_peer import LspPeer
@@ -104,6 +107,8 @@ COMMANDS = {
     "doctor": "check what is configured and whether it works",
     "demo": "drive openvaala-lsp like an editor does",
     "sql": "query the history database",
+    "usage": "token usage and cost reports: by day, model, project, conversation or agent",
+    "export": "write the usage views as Parquet (incremental), to pool with other people's",
     "trust": "let a project's .openvaala/config.toml run hooks and MCP servers and use API keys",
 }
 
@@ -127,8 +132,14 @@ def main(argv: list[str] | None = None) -> int:
     demo_parser.add_argument("--directory", type=Path, default=Path.cwd(), help="the workspace folder (default: cwd)")
     demo_parser.add_argument("prompt", nargs="?", default=DEMO_PROMPT)
     sql_parser = commands.add_parser("sql", help=COMMANDS["sql"])
-    sql_parser.add_argument("query", help="one read-only statement: SELECT, WITH, FROM, DESCRIBE, SHOW, ...")
+    sql_parser.add_argument("query", nargs="?", help="one read-only statement: SELECT, WITH, FROM, DESCRIBE, SHOW, ...")
     sql_parser.add_argument("--limit", type=_query_limit, help=f"rows to show (default {api.DEFAULT_QUERY_LIMIT})")
+    sql_parser.add_argument("--format", choices=sql_cli.FORMATS, default="table", help="table (default), csv or json")
+    sql_parser.add_argument("--schema", action="store_true", help="list the tables and views, and what columns mean")
+    usage_parser = commands.add_parser("usage", help=COMMANDS["usage"], description=usage_cli.__doc__)
+    usage_cli.add_arguments(usage_parser)
+    export_parser = commands.add_parser("export", help=COMMANDS["export"], description=export_cli.__doc__)
+    export_cli.add_arguments(export_parser)
     trust_parser = commands.add_parser("trust", help=COMMANDS["trust"])
     trust_parser.add_argument("directory", nargs="?", type=Path, default=Path.cwd(), help="default: cwd")
     args = parser.parse_args(argv)
@@ -142,7 +153,13 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(demo(args.directory.resolve(), args.prompt))
     if args.command == "trust":
         return trust_folder(args.directory)
-    return sql_cli.main(args.query, args.limit)
+    if args.command == "usage":
+        return usage_cli.main(args)
+    if args.command == "export":
+        return export_cli.main(args)
+    if (args.query is None) == (not args.schema):
+        sql_parser.error("give one statement, or --schema")
+    return sql_cli.main(args.query, args.limit, args.format, args.schema)
 
 
 def _query_limit(text: str) -> int:

@@ -27,6 +27,7 @@ LAYERS: list[set[str]] = [
     {"server", "front"},  # pygls translation; the stdlib-only front
     {"host", "setup", "lsp_peer"},  # the runtime host process; setting up models; a minimal LSP client
     {"sql_cli"},
+    {"usage_cli", "export_cli"},  # reports and exports, through sql_cli's routes to the database
     {"user_cli", "cli"},  # the command lines
     {"__main__"},
 ]

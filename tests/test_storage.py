@@ -29,6 +29,7 @@ from openvaala_lsp.model import (
     ItemStatus,
     ItemType,
     ModelCall,
+    ModelPrice,
     ModelRef,
     ModelSelection,
     Order,
@@ -218,8 +219,9 @@ async def test_updates_do_not_resurrect_a_deleted_conversation(storage: DuckDBSt
 def test_model_call_and_turn_columns_cover_the_model() -> None:
     usage = {f.name for f in attrs.fields(TokenUsage)}
     assert set(USAGE_COLUMNS) == usage
-    call_fields = {f.name for f in attrs.fields(ModelCall)} - {"usage"}
-    assert set(MODEL_CALL_COLUMNS) == call_fields | usage
+    call_fields = {f.name for f in attrs.fields(ModelCall)} - {"usage", "price"}
+    price = {f"price_{f.name}" for f in attrs.fields(ModelPrice)}
+    assert set(MODEL_CALL_COLUMNS) == call_fields | usage | price
     assert usage <= set(TURN_COLUMNS)
 
 

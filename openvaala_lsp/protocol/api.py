@@ -313,8 +313,13 @@ class SessionDetails:
 
 @attrs.define(kw_only=True)
 class ItemTokens:
+    """What one item of the model's context takes: its type, and the tool's name for a tool call or
+    result, so an editor can show what fills the window (tool output, messages, the compaction)."""
+
     item_id: ItemId
     tokens: int
+    type: str
+    tool_name: str | None = None
 
 
 @attrs.define(kw_only=True)
@@ -588,3 +593,48 @@ class QueryResult:
     columns: list[QueryColumn]
     rows: list[list[Any]] = attrs.field(metadata={"json": True})  # JSON values already: sent as they are
     truncated: bool
+
+
+# Usage export (an openvaala extension: schemas/README.md, "Usage analytics")
+
+
+def _absolute(instance: Any, attribute: attrs.Attribute[str], value: str) -> None:
+    check_path(instance, attribute, value)
+    if not value.startswith("/"):
+        raise FieldError(attribute.name, f"expected an absolute path, got {value[:200]!r}")
+
+
+def _name(instance: Any, attribute: attrs.Attribute[str | None], value: str | None) -> None:
+    if value is not None and not 1 <= len(value) <= 200:
+        raise FieldError(attribute.name, "must be 1 to 200 characters")
+
+
+@attrs.define(kw_only=True)
+class ExportUsageParams:
+    """Writes the analytic views' rows that are new since the last export to `directory` as Parquet,
+    partitioned by day; `machine` and `user` (default: the runtime's host name and user) label every
+    row; `redact` leaves out error messages too (no export holds prompts, answers or tool output)."""
+
+    directory: str = attrs.field(validator=_absolute)
+    redact: bool = False
+    machine: str | None = attrs.field(default=None, validator=_name)
+    user: str | None = attrs.field(default=None, validator=_name)
+
+
+@attrs.define(kw_only=True)
+class ExportedTable:
+    name: str  # model_calls, turns or compactions: the folder under `directory`
+    rows: int
+    files: int
+
+
+@attrs.define(kw_only=True)
+class ExportUsageResult:
+    """`number` counts this database's exports to `directory` (1 for the first)."""
+
+    directory: str
+    number: int
+    machine: str
+    user: str
+    redacted: bool
+    tables: list[ExportedTable]

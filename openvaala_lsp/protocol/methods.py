@@ -89,6 +89,7 @@ REQUESTS: dict[str, RequestSpec] = {
         _request("isIdle", api.IsIdleParams, api.IsIdleResult),
         _request("answerApproval", api.AnswerApprovalParams, api.EmptyResult),
         _request("query", api.QueryParams, api.QueryResult),
+        _request("exportUsage", api.ExportUsageParams, api.ExportUsageResult),
     )
 }
 

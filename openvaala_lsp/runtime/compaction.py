@@ -217,6 +217,7 @@ async def _handoff(owner: Any, active: Any, view: Sequence[Item], prunable: Sequ
         started_at=utcnow(),
         workspace=owner.host.workspace_root(),
         purpose=ModelCallPurpose.COMPACTION,
+        price=model.price,
     )
     started = time.monotonic()
     parts: list[str] = []

@@ -241,6 +241,10 @@ class Runtime:
     async def query(self, client: Client, params: api.QueryParams) -> api.QueryResult:
         return await self.history.query(client, params)
 
+    @_running
+    async def export_usage(self, client: Client, params: api.ExportUsageParams) -> api.ExportUsageResult:
+        return await self.history.export_usage(client, params)
+
     # Subscriptions
 
     @_running

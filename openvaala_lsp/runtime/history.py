@@ -1,17 +1,22 @@
-"""Reading what happened: sessions, turns, items, a session's details and context usage, and SQL on
-the history. Nothing here changes state."""
+"""Reading what happened: sessions, turns, items, a session's details and context usage, SQL on the
+history, and its export as Parquet. Nothing here changes state (an export records only how far it got)."""
 
 from __future__ import annotations
 
+import getpass
+import socket
+
 from openvaala_lsp.definitions import ModelDefinition
-from openvaala_lsp.model import ContextUsage, LoggedItem, ModelRef, Order, Page, Session, TokenUsage, Turn
+from openvaala_lsp.model import ContextUsage, Item, LoggedItem, ModelRef, Order, Page, Session, TokenUsage, Turn
 from openvaala_lsp.protocol import api
 from openvaala_lsp.protocol.errors import InvalidParams, NoModelConfigured, NotFound, RuntimeStopped, SessionNotFound
 from openvaala_lsp.runtime import compaction, context
 from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.model_clients import resolve_model
+from openvaala_lsp.runtime.session import agent_instructions
 from openvaala_lsp.runtime.state import RuntimeState
 from openvaala_lsp.storage.errors import QueryError, StorageClosedError
+from openvaala_lsp.storage.export import ExportRequest
 from openvaala_lsp.storage.interfaces import all_session_items
 from openvaala_lsp.tools.registry import local_tools
 
@@ -103,10 +108,15 @@ class History:
             model = None
         window = model.context_window if model else 0
         tools = opened.tools(definitions, session) if opened else local_tools()
-        instructions = runner.instructions(definitions) if runner else ""
+        if runner is not None:
+            instructions = runner.instructions(definitions)
+        else:  # not loaded: what its next turn would send
+            conversation = await state.conversation(params.conversation_id)
+            directory = conversation.executor_settings.directory or (opened.directory() if opened else "/")
+            instructions = agent_instructions(definitions, session.agent_name, directory)
         last = runner.last_call if runner else None
         return api.SessionContextUsage(
-            items=[api.ItemTokens(item_id=item.id, tokens=context.estimate_item(item)) for item in items],
+            items=[_item_tokens(item) for item in items],
             next_request=runner.next_request_usage(window) if runner else ContextUsage(window=window),
             system_tokens=context.estimate_text(instructions),
             threshold_tokens=compaction.threshold(model),
@@ -139,3 +149,32 @@ class History:
             rows=result.rows,
             truncated=result.truncated,
         )
+
+    async def export_usage(self, client: Client, params: api.ExportUsageParams) -> api.ExportUsageResult:
+        """The analytic views' new rows as Parquet, written on a thread of the storage's own."""
+        request = ExportRequest(
+            directory=params.directory,
+            machine=params.machine or socket.gethostname(),
+            user=params.user or getpass.getuser(),
+            redact=params.redact,
+        )
+        try:
+            outcome = await self.state.storage.export_usage(request)
+        except OSError as exc:  # the directory: not writable, a file in the way, the disk full
+            raise InvalidParams(f"cannot write there: {exc.strerror or exc} @ $.directory") from None
+        except StorageClosedError:
+            raise RuntimeStopped() from None
+        return api.ExportUsageResult(
+            directory=request.directory,
+            number=outcome.number,
+            machine=request.machine,
+            user=request.user,
+            redacted=request.redact,
+            tables=[api.ExportedTable(name=t.name, rows=t.rows, files=t.files) for t in outcome.tables],
+        )
+
+
+def _item_tokens(item: Item) -> api.ItemTokens:
+    """An item's share of the context, estimated as the context's own estimate counts it."""
+    tool = item.tool_call.name if item.tool_call else item.tool_result.name if item.tool_result else None
+    return api.ItemTokens(item_id=item.id, tokens=context.estimate_item(item), type=item.type, tool_name=tool or None)

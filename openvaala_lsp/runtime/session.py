@@ -53,6 +53,16 @@ from openvaala_lsp.storage.interfaces import all_session_items
 
 logger = logging.getLogger(__name__)
 
+
+def agent_instructions(definitions: Definitions, agent_name: str, directory: str) -> str:
+    """The agent's instructions (or the default ones) and the list of its skills."""
+    agent = catalog.configured_agent(definitions, agent_name)
+    base = agent.instructions if agent is not None and agent.instructions else None
+    base = base or DEFAULT_INSTRUCTIONS.format(directory=directory)
+    listed = skills_prompt(agent_skills(definitions, agent))
+    return f"{base}\n\n{listed}" if listed else base
+
+
 DEFAULT_INSTRUCTIONS = (
     "You are openvaala, a coding agent working in the user's project. Use the tools to inspect and "
     "change files and to run commands; paths are relative to the working directory {directory}. "
@@ -296,12 +306,7 @@ class SessionRunner:
         return self._session_context
 
     def instructions(self, definitions: Definitions) -> str:
-        """The agent's instructions (or the default ones) and the list of its skills."""
-        agent = catalog.configured_agent(definitions, self.session.agent_name)
-        base = agent.instructions if agent is not None and agent.instructions else None
-        base = base or DEFAULT_INSTRUCTIONS.format(directory=self.host.directory())
-        listed = skills_prompt(agent_skills(definitions, agent))
-        return f"{base}\n\n{listed}" if listed else base
+        return agent_instructions(definitions, self.session.agent_name, self.host.directory())
 
     async def stop(self) -> None:
         """Runtime shutdown: the running turn ends interrupted and is saved."""

@@ -114,6 +114,7 @@ class Titles:
             started_at=utcnow(),
             workspace=opened.workspace_root(),
             purpose=ModelCallPurpose.TITLE,
+            price=model.price,
         )
         provider = await opened.provider(model)
         started = time.monotonic()

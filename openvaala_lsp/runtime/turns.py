@@ -267,6 +267,9 @@ async def _call_model(owner: TurnOwner, active: ActiveTurn, stream: AsyncIterato
         model=model.ref.name,
         started_at=utcnow(),
         workspace=owner.host.workspace_root(),
+        price=model.price,
+        context_window=model.context_window,
+        context_tokens=active.request_tokens,
     )
     started = time.monotonic()
     text_index: int | None = None

@@ -23,6 +23,7 @@ from openvaala_lsp.model import (
     LoggedItem,
     ModelCall,
     ModelCallPurpose,
+    ModelPrice,
     ModelRef,
     ModelSelection,
     Ordinal,
@@ -300,7 +301,15 @@ def logged_item_from_row(row: Row) -> LoggedItem:
 
 
 # Model calls: typed columns only, one per field of ModelCall and TokenUsage. `seq` (append order)
-# comes from a sequence DEFAULT.
+# comes from a sequence DEFAULT. A price is its five per-million prices (defaults resolved) and currency.
+PRICE_COLUMNS = (
+    "price_currency",
+    "price_input",
+    "price_cached_input",
+    "price_cache_write",
+    "price_output",
+    "price_reasoning",
+)
 MODEL_CALL_COLUMNS = (
     "id",
     "conversation_id",
@@ -316,8 +325,32 @@ MODEL_CALL_COLUMNS = (
     "workspace",
     "error",
     "purpose",
+    "context_window",
+    "context_tokens",
+    *PRICE_COLUMNS,
 )
 MODEL_CALL_SELECT = ", ".join(MODEL_CALL_COLUMNS)
+
+
+def _price_values(price: ModelPrice | None) -> Row:
+    if price is None:
+        return (None,) * len(PRICE_COLUMNS)
+    p = price.resolved()
+    return (p.currency, p.input, p.cached_input, p.cache_write, p.output, p.reasoning)
+
+
+def _price_from(values: Row) -> ModelPrice | None:
+    currency, input_, cached, cache_write, output, reasoning = values
+    if currency is None:
+        return None
+    return ModelPrice(
+        currency=currency,
+        input=input_,
+        cached_input=cached,
+        cache_write=cache_write,
+        output=output,
+        reasoning=reasoning,
+    )
 
 
 def model_call_row(m: ModelCall) -> Row:
@@ -336,12 +369,16 @@ def model_call_row(m: ModelCall) -> Row:
         m.workspace,
         m.error,
         m.purpose.value,
+        m.context_window,
+        m.context_tokens,
+        *_price_values(m.price),
     )
 
 
 def model_call_from_row(row: Row) -> ModelCall:
     mid, cid, sid, tid, provider, model, started, latency, first_token = row[:9]
-    estimated, workspace, error, purpose = row[-4:]
+    usage_end = 9 + len(USAGE_COLUMNS)
+    estimated, workspace, error, purpose, window, tokens = row[usage_end : usage_end + 6]
     return ModelCall(
         id=mid,
         conversation_id=cid,
@@ -352,11 +389,14 @@ def model_call_from_row(row: Row) -> ModelCall:
         started_at=as_utc(started),
         latency_ms=latency,
         first_token_ms=first_token,
-        usage=_usage_from(row[9:-4]),
+        usage=_usage_from(row[9:usage_end]),
         usage_estimated=estimated,
         workspace=workspace,
         error=error,
         purpose=ModelCallPurpose(purpose),
+        context_window=window,
+        context_tokens=tokens,
+        price=_price_from(row[usage_end + 6 :]),
     )
 
 

@@ -35,7 +35,7 @@ from openvaala_lsp.model import (
     Turn,
     TurnId,
 )
-from openvaala_lsp.storage import queries
+from openvaala_lsp.storage import export, queries
 from openvaala_lsp.storage.codec import (
     ACTIVITY_COLUMNS,
     CONVERSATIONS,
@@ -121,6 +121,7 @@ class DuckDBStorage:
         self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="openvaala-storage-reader")
         self._query_pool = ThreadPoolExecutor(max_workers=QUERY_THREADS, thread_name_prefix="openvaala-storage-query")
         self._queries: dict[QueryJob, Future[SqlResult]] = {}
+        self._exporting = asyncio.Lock()  # one export at a time: each reads the last one's watermark
         self._ordinals: dict[ConversationId, Ordinal] = {}  # last ordinal given, per conversation loaded
         self._ordinal_loads: dict[ConversationId, asyncio.Future[Ordinal]] = {}
         self._closed = False
@@ -221,6 +222,23 @@ class DuckDBStorage:
             del self._queries[job]
             if done.cancelled():
                 job.close()  # it never started; `run` closes its own cursor
+
+    async def export_usage(self, request: export.ExportRequest) -> export.ExportOutcome:
+        """Writes the analytic views' new rows as Parquet (see `export.py`) from a snapshot read on a
+        cursor and thread of its own, like a query; then records the watermark, durably."""
+        self._check_open()
+        async with self._exporting:
+            await self.flush()  # what was queued before the request is in the snapshot
+            now = dt.datetime.now(dt.UTC)
+            outcome = await asyncio.get_running_loop().run_in_executor(
+                self._query_pool, export.export, self._con.cursor(), self.path, request, now
+            )
+            watermark: list[Op] = [
+                Append("exports", export.EXPORT_COLUMNS, [outcome.watermark]),
+                Append("exported_rows", export.EXPORTED_ROW_COLUMNS, outcome.exported),
+            ]
+            await self._write(watermark, durable=True)
+            return outcome
 
     async def _stop_queries(self) -> None:
         self._query_pool.shutdown(wait=False, cancel_futures=True)

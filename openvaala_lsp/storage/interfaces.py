@@ -37,6 +37,7 @@ from openvaala_lsp.model import (
     Turn,
     TurnId,
 )
+from openvaala_lsp.storage.export import ExportOutcome, ExportRequest
 
 
 class InvalidCursor(ValueError):
@@ -169,6 +170,10 @@ class SqlStorage(Protocol):
         it started, never waits for the writer and never holds it up. At most `limit` rows. Raises
         `QueryError` for a statement that is not read-only or fails, `StorageClosedError` if the store
         closes meanwhile. Cancelling the caller interrupts the query."""
+
+    async def export_usage(self, request: ExportRequest) -> ExportOutcome:
+        """Writes the analytic views' rows that are new for `request.directory` as Parquet and records
+        the watermark (`storage/export.py`); never holds up the writer."""
 
 
 class Storage(RecordStorage, LogStorage, SqlStorage, Protocol):

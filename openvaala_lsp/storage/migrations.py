@@ -160,7 +160,327 @@ V4 = """
 ALTER TABLE conversations ADD COLUMN always_allowed JSON;
 """
 
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, V1), (2, V2), (3, V3), (4, V4))
+# The analytic schema (schemas/README.md, "Usage analytics"): what a call cost and how full the window
+# was, recorded with the call; views that stay stable for users' SQL; the export watermarks.
+_TOKENS = (
+    "input_tokens",
+    "cached_input_tokens",
+    "cache_write_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+    "total_tokens",
+)
+_PRICE_COLUMNS = ("input", "cached_input", "cache_write", "output", "reasoning")
+# a group's cost is the sum of its priced calls when they share one currency; mixed currencies do not add.
+# (cheap forms: a call has a currency iff it has a price, and an error iff its status is not ok)
+_COST_SUMS = """
+  CASE WHEN min(currency) = max(currency) THEN sum(cost) END AS cost,
+  CASE WHEN min(currency) = max(currency) THEN min(currency) END AS currency,
+  count(*) - count(currency) AS unpriced_calls"""
+_CALL_SUMS = f"""
+  count(*) AS calls,
+  {", ".join(f"coalesce(sum({c}), 0)::BIGINT AS {c}" for c in _TOKENS)},
+  count_if(usage_estimated) AS estimated_calls,
+  count(error) AS failed_calls,{_COST_SUMS}"""
+
+
+# the UTC date of a TIMESTAMPTZ, whatever the session's TimeZone: from the epoch, 12x faster than timezone()
+def _utc_day(column: str) -> str:
+    return f"DATE '1970-01-01' + CAST(epoch_us({column}) // 86400000000 AS INTEGER)"
+
+
+V5 = f"""
+ALTER TABLE model_calls ADD COLUMN context_window BIGINT;
+ALTER TABLE model_calls ADD COLUMN context_tokens BIGINT;
+ALTER TABLE model_calls ADD COLUMN price_currency VARCHAR;
+{"".join(f"ALTER TABLE model_calls ADD COLUMN price_{c} DOUBLE;{chr(10)}" for c in _PRICE_COLUMNS)}
+CREATE TABLE exports (
+  destination VARCHAR NOT NULL,
+  number BIGINT NOT NULL,
+  exported_at TIMESTAMPTZ NOT NULL,
+  machine VARCHAR NOT NULL,
+  user_name VARCHAR NOT NULL,
+  redacted BOOLEAN NOT NULL,
+  calls_through_seq BIGINT NOT NULL,
+  model_calls BIGINT NOT NULL,
+  turns BIGINT NOT NULL,
+  compactions BIGINT NOT NULL
+);
+-- turns (which change until they end) and compactions exported to a destination, by id
+CREATE TABLE exported_rows (
+  destination VARCHAR NOT NULL,
+  kind VARCHAR NOT NULL,
+  id VARCHAR NOT NULL
+);
+CREATE VIEW model_calls_v AS
+SELECT
+  m.id AS call_id,
+  m.seq,
+  m.started_at,
+  {_utc_day("m.started_at")} AS day,
+  m.workspace,
+  m.conversation_id,
+  m.session_id,
+  s.parent_session_id,
+  m.turn_id,
+  s.agent_name AS agent,
+  m.provider,
+  m.model,
+  m.purpose,
+  {", ".join(f"m.{c}" for c in _TOKENS)},
+  m.latency_ms,
+  m.first_token_ms,
+  CASE WHEN m.error IS NULL THEN 'ok' WHEN m.error = 'interrupted' THEN 'interrupted' ELSE 'failed' END AS status,
+  m.error,
+  m.usage_estimated,
+  m.context_window,
+  m.context_tokens,
+  m.price_currency AS currency,
+  (greatest(m.input_tokens - m.cached_input_tokens - m.cache_write_tokens, 0) * m.price_input
+    + m.cached_input_tokens * m.price_cached_input
+    + m.cache_write_tokens * m.price_cache_write
+    + greatest(m.output_tokens - m.reasoning_tokens, 0) * m.price_output
+    + m.reasoning_tokens * m.price_reasoning) / 1000000.0 AS cost
+FROM model_calls m LEFT JOIN sessions s ON s.id = m.session_id;
+
+CREATE VIEW turns_v AS
+WITH calls AS (
+  SELECT turn_id, any_value(workspace) AS workspace,{_CALL_SUMS}
+  FROM model_calls_v GROUP BY turn_id
+)
+SELECT
+  t.id AS turn_id,
+  t.started_at,
+  {_utc_day("t.started_at")} AS day,
+  t.ended_at,
+  datediff('millisecond', t.started_at, t.ended_at) AS duration_ms,
+  c.workspace,
+  t.conversation_id,
+  t.session_id,
+  s.parent_session_id,
+  s.agent_name AS agent,
+  t.model_provider AS provider,
+  t.model_name AS model,
+  t.status,
+  t.error_kind,
+  t.error_message AS error,
+  coalesce(c.calls, 0) AS calls,
+  {", ".join(f"coalesce(c.{c}, 0)::BIGINT AS {c}" for c in _TOKENS)},
+  coalesce(c.estimated_calls, 0) AS estimated_calls,
+  coalesce(c.failed_calls, 0) AS failed_calls,
+  c.cost,
+  c.currency,
+  coalesce(c.unpriced_calls, 0) AS unpriced_calls
+FROM turns t LEFT JOIN sessions s ON s.id = t.session_id LEFT JOIN calls c ON c.turn_id = t.id;
+
+CREATE VIEW usage_daily AS
+SELECT day, workspace, agent, provider, model,{_CALL_SUMS},
+  sum(latency_ms)::BIGINT AS latency_ms
+FROM model_calls_v GROUP BY ALL;
+
+CREATE VIEW compactions_v AS
+SELECT
+  i.item_id,
+  i.created_at,
+  {_utc_day("i.created_at")} AS day,
+  i.conversation_id,
+  i.session_id,
+  s.parent_session_id,
+  i.turn_id,
+  s.agent_name AS agent,
+  i.payload->>'$.compaction.trigger' AS trigger,
+  coalesce(CAST(i.payload->'$.compaction.summarized' AS BOOLEAN), false) AS summarized,
+  coalesce(json_array_length(i.payload->'$.compaction.pruned_item_ids'), 0)::BIGINT AS pruned_items,
+  coalesce(CAST(i.payload->'$.compaction.tokens_before' AS BIGINT), 0) AS tokens_before,
+  coalesce(CAST(i.payload->'$.compaction.tokens_after' AS BIGINT), 0) AS tokens_after,
+  greatest(coalesce(CAST(i.payload->'$.compaction.tokens_before' AS BIGINT), 0)
+    - coalesce(CAST(i.payload->'$.compaction.tokens_after' AS BIGINT), 0), 0) AS freed
+FROM items i LEFT JOIN sessions s ON s.id = i.session_id
+WHERE i.type = 'compaction';
+
+CREATE VIEW context_usage AS
+WITH events AS (
+  SELECT conversation_id, session_id, started_at AS occurred_at, 'call' AS event, call_id, NULL::VARCHAR AS item_id,
+    provider, model, context_window, input_tokens AS tokens, context_tokens AS estimated_tokens,
+    input_tokens + output_tokens AS tokens_after, NULL::BIGINT AS freed, usage_estimated,
+    NULL::VARCHAR AS trigger, NULL::BOOLEAN AS summarized
+  FROM model_calls_v WHERE purpose = 'turn' AND status <> 'failed'
+  UNION ALL
+  SELECT conversation_id, session_id, created_at, 'compaction', NULL, item_id, NULL, NULL, NULL, tokens_before,
+    tokens_before, tokens_after, freed, true, trigger, summarized
+  FROM compactions_v
+)
+SELECT conversation_id, session_id, occurred_at, event, call_id, item_id, provider, model,
+  coalesce(context_window, last_value(context_window IGNORE NULLS) OVER (
+    PARTITION BY session_id ORDER BY occurred_at ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)) AS context_window,
+  tokens, estimated_tokens, tokens_after, freed, usage_estimated, trigger, summarized
+FROM events;
+
+CREATE OR REPLACE VIEW sessions_tree AS
+WITH RECURSIVE tree(session_id, member_id) AS (
+  SELECT id, id FROM sessions
+  UNION ALL
+  SELECT tree.session_id, child.id FROM tree JOIN sessions child ON child.parent_session_id = tree.member_id
+)
+SELECT s.conversation_id, tree.session_id, s.agent_name, s.parent_session_id,
+  count(DISTINCT tree.member_id) AS sessions,
+  count(m.call_id) AS calls,
+  {", ".join(f"coalesce(sum(m.{c}), 0)::BIGINT AS {c}" for c in _TOKENS)},
+  count_if(m.usage_estimated) AS estimated_calls,
+  count(m.error) AS failed_calls,
+  CASE WHEN min(m.currency) = max(m.currency) THEN sum(m.cost) END AS cost,
+  CASE WHEN min(m.currency) = max(m.currency) THEN min(m.currency) END AS currency,
+  count(m.call_id) - count(m.currency) AS unpriced_calls
+FROM tree JOIN sessions s ON s.id = tree.session_id LEFT JOIN model_calls_v m ON m.session_id = tree.member_id
+GROUP BY ALL;
+"""
+
+_TOKEN_DOCS = {
+    "input_tokens": "tokens sent, cached and cache writes included",
+    "cached_input_tokens": "input tokens read from the provider's prompt cache",
+    "cache_write_tokens": "input tokens written to the provider's prompt cache",
+    "output_tokens": "tokens generated, reasoning included",
+    "reasoning_tokens": "output tokens spent on reasoning",
+    "total_tokens": "input_tokens + output_tokens",
+}
+_GROUP_DOCS = {
+    "calls": "model calls",
+    **{c: f"sum of {c}: {doc}" for c, doc in _TOKEN_DOCS.items()},
+    "estimated_calls": "calls whose usage the runtime estimated (the provider reported none)",
+    "failed_calls": "calls that failed or were interrupted",
+    "cost": "sum of the priced calls' cost; NULL when none is priced or their currencies differ",
+    "currency": "the currency of cost; NULL when the calls' currencies differ or none is priced",
+    "unpriced_calls": "calls without a price (not in cost)",
+}
+# `COMMENT ON` the analytic views: `openvaala sql --schema` prints them, `duckdb_columns()` has them
+DOCS: dict[str, tuple[str, dict[str, str]]] = {
+    "model_calls_v": (
+        "One row per model provider call, with its session's agent and parent, status and cost.",
+        {
+            "call_id": "the call's id",
+            "seq": "append order of the call in this database (increases, never repeats)",
+            "started_at": "when the request was sent",
+            "day": "UTC date of started_at",
+            "workspace": "the workspace folder (project) of the conversation",
+            "conversation_id": "the conversation",
+            "session_id": "the session (a sub-agent's session is one of its own)",
+            "parent_session_id": "the session that started this sub-agent session; NULL for a main session",
+            "turn_id": "the turn the call served",
+            "agent": "the session's agent",
+            "provider": "the model's provider",
+            "model": "the model's name",
+            "purpose": "turn (the agent's own call), compaction (a hand-off) or title",
+            **_TOKEN_DOCS,
+            "latency_ms": "from the request to the end of the answer",
+            "first_token_ms": "from the request to the first streamed event; NULL without one",
+            "status": "ok, failed or interrupted",
+            "error": "what failed; NULL when ok",
+            "usage_estimated": "true: the provider reported no usage and the tokens are the runtime's estimate",
+            "context_window": "the model's context window when called; NULL for calls before schema 5",
+            "context_tokens": "the runtime's estimate of the request's size (instructions, tools, history)",
+            "currency": "the price's currency (ISO 4217); NULL when the model had no price",
+            "cost": "what the call cost at the model's price when it was made; NULL when it had none",
+        },
+    ),
+    "turns_v": (
+        "One row per turn, with the usage and cost of its own calls (a sub-agent's turns are rows of their own).",
+        {
+            "turn_id": "the turn's id",
+            "started_at": "when the turn started",
+            "day": "UTC date of started_at",
+            "ended_at": "when it ended; NULL while running",
+            "duration_ms": "ended_at - started_at",
+            "workspace": "the workspace folder of its calls",
+            "conversation_id": "the conversation",
+            "session_id": "the session",
+            "parent_session_id": "the parent session of a sub-agent; NULL for a main session",
+            "agent": "the session's agent",
+            "provider": "the turn's model's provider",
+            "model": "the turn's model",
+            "status": "running, completed, interrupted or failed",
+            "error_kind": "the error kind of a failed turn",
+            "error": "the error message of a failed turn",
+            **_GROUP_DOCS,
+        },
+    ),
+    "usage_daily": (
+        "Model calls summed per UTC day, workspace, agent, provider and model.",
+        {
+            "day": "UTC date",
+            "workspace": "the workspace folder",
+            "agent": "the agent",
+            "provider": "the provider",
+            "model": "the model",
+            **_GROUP_DOCS,
+            "latency_ms": "sum of the calls' latency",
+        },
+    ),
+    "compactions_v": (
+        "One row per compaction of a session's context: what triggered it and how many tokens it freed.",
+        {
+            "item_id": "the compaction item",
+            "created_at": "when it was made",
+            "day": "UTC date of created_at",
+            "conversation_id": "the conversation",
+            "session_id": "the session",
+            "parent_session_id": "the parent session of a sub-agent; NULL for a main session",
+            "turn_id": "the turn that compacted",
+            "agent": "the session's agent",
+            "trigger": "manual (compactContext), auto (the threshold) or overflow (the provider's error)",
+            "summarized": "true: a hand-off replaced the earlier context; false: only old tool outputs were cleared",
+            "pruned_items": "tool outputs cleared from the context",
+            "tokens_before": "the context's estimated size before",
+            "tokens_after": "the context's estimated size after",
+            "freed": "tokens_before - tokens_after",
+        },
+    ),
+    "context_usage": (
+        "How full each session's context window was: one row per call of the session's own (event 'call') "
+        "and per compaction (event 'compaction').",
+        {
+            "conversation_id": "the conversation",
+            "session_id": "the session",
+            "occurred_at": "when the call was sent or the compaction made",
+            "event": "call or compaction",
+            "call_id": "the call (event call)",
+            "item_id": "the compaction item (event compaction)",
+            "provider": "the call's provider",
+            "model": "the call's model",
+            "context_window": "the model's window (for a compaction, that of the session's last call before it)",
+            "tokens": "the context's size: the call's input tokens, or the size before a compaction",
+            "estimated_tokens": "the runtime's estimate of the same",
+            "tokens_after": "the context after: input + output of a call, the estimate after a compaction",
+            "freed": "tokens a compaction freed",
+            "usage_estimated": "true when tokens is an estimate",
+            "trigger": "a compaction's trigger",
+            "summarized": "whether a compaction summarized (else it cleared tool outputs)",
+        },
+    ),
+    "sessions_tree": (
+        "Each session with all its sub-agents (and theirs): sessions, calls, tokens and cost in all.",
+        {
+            "conversation_id": "the conversation",
+            "session_id": "the session at the top of the tree",
+            "agent_name": "its agent",
+            "parent_session_id": "its own parent; NULL for a main session",
+            "sessions": "sessions in the tree, itself included",
+            **_GROUP_DOCS,
+        },
+    ),
+}
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+V5 += "".join(
+    f"COMMENT ON VIEW {view} IS {_quote(about)};\n"
+    + "".join(f"COMMENT ON COLUMN {view}.{column} IS {_quote(doc)};\n" for column, doc in columns.items())
+    for view, (about, columns) in DOCS.items()
+)
+
+MIGRATIONS: tuple[tuple[int, str], ...] = ((1, V1), (2, V2), (3, V3), (4, V4), (5, V5))
 LATEST_VERSION = MIGRATIONS[-1][0]
 
 

@@ -26,6 +26,7 @@ from openvaala_lsp.model import (
     TurnId,
 )
 from openvaala_lsp.storage import cursors
+from openvaala_lsp.storage.export import ExportOutcome, ExportRequest
 from openvaala_lsp.storage.interfaces import SqlResult, Storage
 from openvaala_lsp.storage.memory import MemoryStorage, conversation_sort_key
 
@@ -191,6 +192,9 @@ class SplitStorage:
 
     async def query(self, sql: str, parameters: list[Any], limit: int) -> SqlResult:
         return await self.durable.query(sql, parameters, limit)
+
+    async def export_usage(self, request: ExportRequest) -> ExportOutcome:
+        return await self.durable.export_usage(request)  # ephemeral conversations are never exported
 
     async def flush(self) -> None:
         await self.durable.flush()
