@@ -79,6 +79,7 @@ CONFIG: dict[str, Any] = {
     "enable_external_access": False,
 }
 QUERY_THREADS = 2  # a quick query need not wait behind a slow one
+EXPORTED_IDS_PER_WRITE = 2000  # a few ms of appending each: a turn's writes go in between
 
 # Files this process has open: DuckDB would hand a second open of the same file the same database
 # instance, and two writers assigning ordinals for one file would repeat them.
@@ -228,16 +229,17 @@ class DuckDBStorage:
         cursor and thread of its own, like a query; then records the watermark, durably."""
         self._check_open()
         async with self._exporting:
-            await self.flush()  # what was queued before the request is in the snapshot
+            # ids left by an export that failed part way; then what was queued before is in the snapshot
+            await self._write([Run(lambda cur: export.forget_unfinished(cur, request.directory))], durable=False)
+            await self.flush()
             now = dt.datetime.now(dt.UTC)
             outcome = await asyncio.get_running_loop().run_in_executor(
                 self._query_pool, export.export, self._con.cursor(), self.path, request, now
             )
-            watermark: list[Op] = [
-                Append("exports", export.EXPORT_COLUMNS, [outcome.watermark]),
-                Append("exported_rows", export.EXPORTED_ROW_COLUMNS, outcome.exported),
-            ]
-            await self._write(watermark, durable=True)
+            for start in range(0, len(outcome.exported), EXPORTED_IDS_PER_WRITE):
+                chunk = outcome.exported[start : start + EXPORTED_IDS_PER_WRITE]
+                await self._write([Append("exported_rows", export.EXPORTED_ROW_COLUMNS, chunk)], durable=False)
+            await self._write([Append("exports", export.EXPORT_COLUMNS, [outcome.watermark])], durable=True)
             return outcome
 
     async def _stop_queries(self) -> None:

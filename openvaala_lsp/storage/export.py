@@ -12,10 +12,12 @@ sequence nor a time says what is new there: the ids exported are kept (`exported
 next time. Aggregates (`usage_daily`, `sessions_tree`, `context_usage`) are not exported: increments
 of them would add up wrong, and each is one query over the tables above.
 
-The watermark (a row of `exports`, and the ids) is written after the files, in one transaction. An
-export that fails leaves files under its number; the next one, which has the same number, removes
-them first. No item payloads are exported (no prompts, answers or tool output); error messages are
-scrubbed of anything shaped like a key, and `redact` drops them (with any text a provider quoted).
+The watermark is written after the files: the ids (in chunks, so a turn's writes never queue behind
+a first export's hundred thousand rows), then the row of `exports`, which makes them count. An
+export that fails leaves files under its number, and maybe ids that do not count; the next one, which
+has the same number, removes both first. No item payloads are exported (no prompts, answers or tool
+output); error messages are scrubbed of anything shaped like a key, and `redact` drops them (with any
+text a provider quoted).
 
 The database runs without external access (`duckdb_store.CONFIG`), so the files are written by an
 in-memory DuckDB of their own, reading the snapshot's rows over the Arrow C stream interface.
@@ -47,7 +49,7 @@ EXPORT_COLUMNS = (
     "turns",
     "compactions",
 )
-EXPORTED_ROW_COLUMNS = ("destination", "kind", "id")
+EXPORTED_ROW_COLUMNS = ("destination", "number", "kind", "id")
 # a key in an error message: `sk-...`, `Bearer ...`, `api_key=...`, `x-api-key: ...`
 _SECRET = r"(?i)(sk-|bearer\s+|api[_-]?key[\"']?\s*[=:]\s*[\"']?|key-)[A-Za-z0-9._~+/=-]{6,}"
 WRITER_CONFIG: dict[str, Any] = {
@@ -91,7 +93,11 @@ class _Table:
     tracked: bool  # its ids go to `exported_rows`
 
 
-_NOT_EXPORTED = "NOT IN (SELECT id FROM exported_rows WHERE destination = ? AND kind = '{kind}')"
+# ids of an export whose `exports` row is missing (it failed part way) do not count
+_NOT_EXPORTED = (
+    "NOT IN (SELECT r.id FROM exported_rows r JOIN exports e USING (destination, number)"
+    " WHERE r.destination = ? AND r.kind = '{kind}')"
+)
 TABLES = (
     _Table(
         "model_calls",
@@ -142,7 +148,7 @@ def export(cursor: duckdb.DuckDBPyConnection, database: str, request: ExportRequ
                 bounds = [request.directory] if table.tracked else [last_seq, through_seq]
                 if table.tracked:  # the same snapshot gives the COPY below the same rows
                     ids = cursor.execute(table.new, bounds).fetchall()
-                    exported += [(request.directory, table.name, key) for (key,) in ids]
+                    exported += [(request.directory, number, table.name, key) for (key,) in ids]
                 tables.append(_write(cursor, writer, table, bounds, request, Path(request.directory), prefix))
         finally:
             writer.close()
@@ -162,6 +168,15 @@ def export(cursor: duckdb.DuckDBPyConnection, database: str, request: ExportRequ
         return ExportOutcome(number=number, tables=tables, watermark=watermark, exported=exported)
     finally:
         cursor.close()  # the read transaction ends with it
+
+
+def forget_unfinished(cursor: duckdb.DuckDBPyConnection, destination: str) -> None:
+    """Removes the ids of exports to `destination` that never recorded their `exports` row."""
+    cursor.execute(
+        "DELETE FROM exported_rows WHERE destination = ? AND number NOT IN"
+        " (SELECT number FROM exports WHERE destination = ?)",
+        [destination, destination],
+    )
 
 
 def _watermark(cursor: duckdb.DuckDBPyConnection, destination: str) -> tuple[int, int]:

@@ -209,6 +209,7 @@ CREATE TABLE exports (
 -- turns (which change until they end) and compactions exported to a destination, by id
 CREATE TABLE exported_rows (
   destination VARCHAR NOT NULL,
+  number BIGINT NOT NULL,  -- counts once `exports` has this export's row
   kind VARCHAR NOT NULL,
   id VARCHAR NOT NULL
 );

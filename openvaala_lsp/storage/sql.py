@@ -33,6 +33,7 @@ import duckdb
 
 from openvaala_lsp.storage.errors import QueryCancelled, QueryError, StorageLockedError
 from openvaala_lsp.storage.interfaces import SqlColumn, SqlResult
+from openvaala_lsp.storage.migrations import LATEST_VERSION, current_version, migrate
 from openvaala_lsp.storage.sql_values import Convert, converter, type_name
 
 log = logging.getLogger(__name__)
@@ -188,19 +189,36 @@ async def stop(job: QueryJob, done: Future[SqlResult]) -> None:
 
 def query_file(path: str, sql: str, parameters: list[Any], limit: int) -> QueryJob:
     """A job on a read-only connection of its own to `path`, for when no runtime holds the file; the
-    connection closes with the job. Raises StorageLockedError if a process holds the file."""
-    try:
-        con = duckdb.connect(path, read_only=True, config=READ_ONLY_CONFIG)
-    except duckdb.IOException as exc:
-        if "lock" not in str(exc).lower():
-            raise
-        raise StorageLockedError.from_message(path, str(exc)) from None
+    connection closes with the job. A file an older openvaala wrote is brought to the current schema
+    first (the views the reports use are in it). Raises StorageLockedError if a process holds it."""
+    con = _open(path, read_only=True)
+    if current_version(con) < LATEST_VERSION:
+        con.close()
+        _open(path, read_only=False).close()  # opening read-write migrates; no runtime holds the file
+        con = _open(path, read_only=True)
     try:
         con.execute("SET TimeZone = 'UTC'")  # TIMESTAMPTZ arithmetic and casts in UTC, as in the runtime
     except BaseException:
         con.close()
         raise
     return QueryJob(con, sql, parameters, limit)
+
+
+def _open(path: str, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+    try:
+        if read_only:
+            return duckdb.connect(path, read_only=True, config=READ_ONLY_CONFIG)
+        con = duckdb.connect(path, config=READ_ONLY_CONFIG)
+    except duckdb.IOException as exc:
+        if "lock" not in str(exc).lower():
+            raise
+        raise StorageLockedError.from_message(path, str(exc)) from None
+    try:
+        migrate(con, path)
+    except BaseException:
+        con.close()
+        raise
+    return con
 
 
 def _one_statement(cursor: duckdb.DuckDBPyConnection, sql: str) -> duckdb.Statement:

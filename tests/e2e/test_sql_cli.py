@@ -132,3 +132,21 @@ def test_sql_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
     assert len(done.stdout.splitlines()) == 2
+
+
+async def test_a_file_an_older_openvaala_wrote_is_upgraded_for_the_reports(home: Path) -> None:
+    """No host runs and the file is at schema 4 (before the analytic views): `openvaala sql` brings it
+    to the current schema, then answers from the views."""
+    from openvaala_lsp.storage.migrations import LATEST_VERSION, MIGRATIONS
+
+    path = home / "openvaala.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ)")
+    for version, sql in MIGRATIONS[:4]:
+        con.execute(sql)
+        con.execute("INSERT INTO schema_version VALUES (?, now())", [version])
+    con.close()
+    code, out, err = await openvaala_sql(home, "SELECT count(*) AS calls FROM model_calls_v", "--format", "csv")
+    assert (code, err, out) == (0, "", "calls\n0\n")
+    with duckdb.connect(str(path), read_only=True) as upgraded:
+        assert upgraded.execute("SELECT max(version) FROM schema_version").fetchone() == (LATEST_VERSION,)
