@@ -91,7 +91,7 @@ async def _on_file(request: api.ExportUsageParams) -> dict[str, Any]:
     """Only while no host can start: see the module docstring."""
     from openvaala_lsp.storage.duckdb_store import DuckDBStorage
     from openvaala_lsp.storage.errors import StorageLockedError
-    from openvaala_lsp.storage.export import ExportRequest
+    from openvaala_lsp.storage.interfaces import ExportRequest
 
     path = paths.database_path()
     if not path.exists():

@@ -26,7 +26,7 @@ from openvaala_lsp.model import (
     TokenUsage,
 )
 from openvaala_lsp.storage.duckdb_store import DuckDBStorage
-from openvaala_lsp.storage.export import ExportRequest
+from openvaala_lsp.storage.interfaces import ExportRequest
 from openvaala_lsp.storage.migrations import DOCS, migrate
 
 README = Path(__file__).parent.parent / "schemas/README.md"
@@ -140,7 +140,7 @@ def test_the_export_needs_no_pyarrow(tmp_path: Path) -> None:
 import asyncio, sys
 sys.modules["pyarrow"] = None  # as in a plain install: importing it fails
 from openvaala_lsp.storage.duckdb_store import DuckDBStorage
-from openvaala_lsp.storage.export import ExportRequest
+from openvaala_lsp.storage.interfaces import ExportRequest
 async def main():
     storage = await DuckDBStorage.open({str(tmp_path / "h.duckdb")!r})
     outcome = await storage.export_usage(ExportRequest(directory={str(tmp_path / "out")!r}, machine="m", user="u"))

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import yaml
 
 _KEY = re.compile(r"^([A-Za-z0-9_-]+)\s*:(.*)$")
 _BLOCK = {"|": "\n", "|-": "\n", ">": " ", ">-": " "}
@@ -42,6 +41,8 @@ def parse(text: str) -> FrontMatter:
         match = _KEY.match(line)
         if match:
             key_lines.setdefault(match[1], number)
+    import yaml  # only for markdown agents and skills: most runtimes never read one
+
     try:
         data: Any = yaml.safe_load(head)
     except yaml.YAMLError:

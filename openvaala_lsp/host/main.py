@@ -34,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"openvaala host: {held}; exiting" + "\n")
         return EXIT_LOCKED
     _write_pid(run.pid_file)
+    _start_early()
     try:
         from openvaala_lsp.host.server import serve
 
@@ -41,6 +42,27 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         _remove_pid(run.pid_file)
         os.close(lock)
+
+
+def _start_early() -> None:
+    """What can run while the runtime imports: the database open and the sandbox probe."""
+    from openvaala_lsp import paths
+    from openvaala_lsp.storage import early
+    from openvaala_lsp.tools import sandbox
+
+    database = paths.database_path()
+    try:
+        database.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return  # start_runtime reports it
+    early.start(str(database), _open_database)
+    sandbox.probe_soon()
+
+
+def _open_database(path: str) -> object:
+    from openvaala_lsp.storage.duckdb_store import connect_file  # DuckDB's import, in this thread
+
+    return connect_file(path)
 
 
 def _write_pid(path: str) -> None:

@@ -83,10 +83,8 @@ class Runtime:
         """A runtime over `storage`; turns a previous process left running read `interrupted`.
         `options` are `RuntimeOptions`' fields."""
         await storage.interrupt_running_turns(utcnow())
-        runtime = cls(storage, definitions, **options)
-        # whether the sandbox can start, probed once, off the event loop, before an editor asks
-        runtime.state.spawn(asyncio.to_thread(sandbox.state), name="sandbox probe")
-        return runtime
+        sandbox.probe_soon()  # whether the sandbox can start, known before an editor asks
+        return cls(storage, definitions, **options)
 
     @property
     def storage(self) -> Storage:

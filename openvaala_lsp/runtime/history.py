@@ -16,8 +16,7 @@ from openvaala_lsp.runtime.model_clients import resolve_model
 from openvaala_lsp.runtime.session import agent_instructions
 from openvaala_lsp.runtime.state import RuntimeState
 from openvaala_lsp.storage.errors import QueryError, StorageClosedError
-from openvaala_lsp.storage.export import ExportRequest
-from openvaala_lsp.storage.interfaces import all_session_items
+from openvaala_lsp.storage.interfaces import ExportRequest, all_session_items
 from openvaala_lsp.tools.registry import local_tools
 
 

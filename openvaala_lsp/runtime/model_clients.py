@@ -12,7 +12,6 @@ import sys
 from collections.abc import Mapping
 
 import attrs
-import httpx
 
 from openvaala_lsp import paths
 from openvaala_lsp.definitions import Definitions, LocalServer, ModelDefinition
@@ -107,6 +106,8 @@ class LocalModelServer:
         )
         log.close()
         base_url = f"http://127.0.0.1:{port}/v1"
+        import httpx  # only once a model is used: an idle runtime never loads it
+
         async with httpx.AsyncClient(timeout=2.0) as client:
             deadline = asyncio.get_running_loop().time() + LOCAL_SERVER_START_TIMEOUT
             while asyncio.get_running_loop().time() < deadline:

@@ -35,7 +35,7 @@ from openvaala_lsp.model import (
     Turn,
     TurnId,
 )
-from openvaala_lsp.storage import export, queries
+from openvaala_lsp.storage import early, export, queries
 from openvaala_lsp.storage.codec import (
     ACTIVITY_COLUMNS,
     CONVERSATIONS,
@@ -60,7 +60,7 @@ from openvaala_lsp.storage.errors import (
     StorageError,
     StorageLockedError,
 )
-from openvaala_lsp.storage.interfaces import SqlResult
+from openvaala_lsp.storage.interfaces import ExportOutcome, ExportRequest, SqlResult
 from openvaala_lsp.storage.migrations import migrate
 from openvaala_lsp.storage.sql import QueryJob, stop
 from openvaala_lsp.storage.writer import Append, BatchWriter, Delete, Op, Put, Run, Update
@@ -86,7 +86,7 @@ EXPORTED_IDS_PER_WRITE = 2000  # a few ms of appending each: a turn's writes go 
 _open_paths: set[str] = set()
 
 
-def _connect(path: str) -> tuple[duckdb.DuckDBPyConnection, duckdb.DuckDBPyConnection, duckdb.DuckDBPyConnection]:
+def connect_file(path: str) -> tuple[duckdb.DuckDBPyConnection, duckdb.DuckDBPyConnection, duckdb.DuckDBPyConnection]:
     try:
         con = duckdb.connect(path, config=CONFIG)
     except duckdb.IOException as exc:
@@ -137,7 +137,9 @@ class DuckDBStorage:
         if key:  # every ":memory:" connection is a database of its own
             _open_paths.add(key)
         try:
-            con, writer_cursor, reader_cursor = await asyncio.to_thread(_connect, path)
+            begun = early.take(key) if key else None
+            opening = asyncio.wrap_future(begun) if begun is not None else asyncio.to_thread(connect_file, path)
+            con, writer_cursor, reader_cursor = await opening
         except BaseException:
             _open_paths.discard(key)
             raise
@@ -224,7 +226,7 @@ class DuckDBStorage:
             if done.cancelled():
                 job.close()  # it never started; `run` closes its own cursor
 
-    async def export_usage(self, request: export.ExportRequest) -> export.ExportOutcome:
+    async def export_usage(self, request: ExportRequest) -> ExportOutcome:
         """Writes the analytic views' new rows as Parquet (see `export.py`) from a snapshot read on a
         cursor and thread of its own, like a query; then records the watermark, durably."""
         self._check_open()

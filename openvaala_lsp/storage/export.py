@@ -36,6 +36,7 @@ import attrs
 import duckdb
 
 from openvaala_lsp.storage.codec import Row
+from openvaala_lsp.storage.interfaces import ExportedTable, ExportOutcome, ExportRequest
 
 EXPORT_COLUMNS = (
     "destination",
@@ -58,29 +59,6 @@ WRITER_CONFIG: dict[str, Any] = {
     "autoinstall_known_extensions": False,
     "autoload_known_extensions": False,
 }
-
-
-@attrs.frozen
-class ExportRequest:
-    directory: str  # absolute
-    machine: str
-    user: str
-    redact: bool = False
-
-
-@attrs.frozen
-class ExportedTable:
-    name: str
-    rows: int
-    files: int
-
-
-@attrs.frozen
-class ExportOutcome:
-    number: int
-    tables: list[ExportedTable]
-    watermark: Row  # the `exports` row to record once the files are written
-    exported: list[Row]  # and the `exported_rows` of the turns and compactions written
 
 
 @attrs.frozen

@@ -37,7 +37,29 @@ from openvaala_lsp.model import (
     Turn,
     TurnId,
 )
-from openvaala_lsp.storage.export import ExportOutcome, ExportRequest
+
+
+@attrs.frozen
+class ExportRequest:
+    directory: str  # absolute
+    machine: str
+    user: str
+    redact: bool = False
+
+
+@attrs.frozen
+class ExportedTable:
+    name: str
+    rows: int
+    files: int
+
+
+@attrs.frozen
+class ExportOutcome:
+    number: int
+    tables: list[ExportedTable]
+    watermark: tuple[Any, ...]  # the `exports` row to record once the files are written
+    exported: list[tuple[Any, ...]]  # and the `exported_rows` of the turns and compactions written
 
 
 class InvalidCursor(ValueError):

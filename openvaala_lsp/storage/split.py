@@ -26,8 +26,7 @@ from openvaala_lsp.model import (
     TurnId,
 )
 from openvaala_lsp.storage import cursors
-from openvaala_lsp.storage.export import ExportOutcome, ExportRequest
-from openvaala_lsp.storage.interfaces import SqlResult, Storage
+from openvaala_lsp.storage.interfaces import ExportOutcome, ExportRequest, SqlResult, Storage
 from openvaala_lsp.storage.memory import MemoryStorage, conversation_sort_key
 
 

@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 
 import attrs
 
@@ -41,9 +42,29 @@ def _binary() -> str | None:
         return shutil.which("bwrap")
 
 
-@functools.cache
+_probing = threading.Lock()  # one probe at a time: a caller arriving meanwhile waits for its answer
+
+
 def state() -> SandboxState:
-    """Whether the sandbox can start here (probed once: a trivial command inside it)."""
+    """Whether the sandbox can start here (probed once per process: a trivial command inside it)."""
+    with _probing:
+        return _probe()
+
+
+def probe_soon() -> None:
+    """Starts the probe in the background, so whoever asks later (an editor's `initialize`) finds the
+    answer ready instead of waiting for a bwrap process."""
+    threading.Thread(target=state, name="sandbox probe", daemon=True).start()
+
+
+def forget() -> None:
+    """Probe again at the next ask (tests change OPENVAALA_BWRAP)."""
+    with _probing:
+        _probe.cache_clear()
+
+
+@functools.cache
+def _probe() -> SandboxState:
     if not sys.platform.startswith("linux"):
         return SandboxState(False, None, f"bubblewrap runs on Linux only, not on {sys.platform}")
     binary = _binary()

@@ -536,11 +536,11 @@ def test_doctor_shows_whether_the_sandbox_can_start(
     broken.write_text("#!/bin/sh\necho 'setting up uid map: Permission denied' >&2\nexit 1\n")
     broken.chmod(0o755)
     monkeypatch.setenv("OPENVAALA_BWRAP", str(broken))
-    sandbox.state.cache_clear()
+    sandbox.forget()
     try:
         user_cli.main(["doctor", "--offline"])
         out = capsys.readouterr().out
     finally:
-        sandbox.state.cache_clear()
+        sandbox.forget()
     assert "sandbox: WARNING: cannot start (bwrap cannot make a sandbox here" in out
     assert "setting up uid map: Permission denied); each shell command asks before it runs unsandboxed" in out

@@ -320,7 +320,7 @@ async def test_a_sandbox_that_cannot_start_asks_and_says_so(
     broken.write_text("#!/bin/sh\necho 'No permissions to create new namespace' >&2\nexit 1\n")
     broken.chmod(0o755)
     monkeypatch.setenv("OPENVAALA_BWRAP", str(broken))
-    sandbox.state.cache_clear()
+    sandbox.forget()
     try:
         await asker.call("setDefinitions", with_agent(provider))
         provider.enqueue("openai-chat", shell_call("echo unsandboxed"), done())
@@ -336,4 +336,4 @@ async def test_a_sandbox_that_cannot_start_asks_and_says_so(
         assert output.startswith("[ran without the sandbox, which cannot start here:")
         assert output.endswith("unsandboxed\n[exit code 0]")
     finally:
-        sandbox.state.cache_clear()
+        sandbox.forget()
