@@ -36,8 +36,15 @@ class InputQueue:
             self.input_ids[pending.input_id] = pending.item.id
 
     async def add(self, pending: PendingInput) -> None:
-        await self._storage.save_pending_input(pending)
+        """Queued at once (a turn may claim it before it is committed: the turn's own commit comes
+        after it); returns once it is durable. An input that cannot be saved leaves the queue."""
         self.pending.append(pending)
+        try:
+            await self._storage.save_pending_input(pending)
+        except BaseException:
+            if pending in self.pending and pending.item.id not in self.taken:
+                self.pending.remove(pending)
+            raise
 
     def find(self, item_id: str) -> PendingInput:
         """A pending input that no turn has taken."""
@@ -81,8 +88,8 @@ class InputQueue:
         return inputs
 
     async def recorded(self, pending: PendingInput) -> None:
-        """The turn has logged the input: it leaves the queue."""
-        await self._storage.remove_pending_input(self._conversation_id, pending.item.id)
+        """The turn has logged the input: it leaves the queue (committed with the turn's next commit)."""
+        await self._storage.remove_pending_input(self._conversation_id, pending.item.id, durable=False)
         if pending in self.pending:
             self.pending.remove(pending)
         self.taken.discard(pending.item.id)

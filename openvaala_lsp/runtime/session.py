@@ -142,15 +142,19 @@ class SessionRunner:
     # Inputs
 
     async def add_input(self, pending: PendingInput) -> None:
-        """Durably records an input, then queues, steers or interrupts with it."""
+        """Queues, steers or interrupts with an input, and returns once it is durable. A turn it
+        starts begins meanwhile: the turn's commit follows the input's (often the same one), so an
+        idle session's model call waits for one commit, not two."""
         if pending.mode == SessionInputMode.STEER and self.active is not None:
             pending.turn_id = self.active.turn.id
-        await self.queue.add(pending)
+        saving = asyncio.ensure_future(self.queue.add(pending))
+        await asyncio.sleep(0)  # the write is queued (and the input in the queue) before a turn claims it
         self.publish(events.PendingInputAdded(item=copy.deepcopy(pending.item), mode=pending.mode.value))
         self.host.session_changed(self.runtime_info())
         if pending.mode == SessionInputMode.INTERRUPT and self.active is not None:
             self.interrupt()
         self.maybe_start()
+        await saving
 
     async def run_task(self, pending: PendingInput) -> Turn:
         """Adds an input and waits for the turn that runs it to end (a sub-agent's task)."""
@@ -245,10 +249,9 @@ class SessionRunner:
             if self.session.model.model is None:  # created before any model was configured
                 self.session.model = attrs.evolve(self.session.model, model=active.model.ref)
                 await storage.update_session(self.session)
-            await storage.save_turn(turn, durable=True)
+            # committed with the turn's inputs (`turns.record_inputs`), which then announces the turn
+            await storage.save_turn(turn)
             await storage.touch_conversation(turn.conversation_id, turn.started_at)
-            self.publish(events.TurnStarted(turn=copy.deepcopy(turn)))
-            self.set_state(SessionState.RUNNING)
         except asyncio.CancelledError:
             turn.status = TurnStatus.INTERRUPTED
         except Exception as exc:
@@ -264,8 +267,20 @@ class SessionRunner:
                 if waiter is not None and not waiter.done():
                     waiter.set_result(turn)
 
+    def announce(self, active: ActiveTurn) -> None:
+        """The turn is saved: subscribers hear that it started (once)."""
+        if not active.announced:
+            active.announced = True
+            self.publish(events.TurnStarted(turn=copy.deepcopy(active.turn)))
+            self.set_state(SessionState.RUNNING)
+
     async def _finish(self, active: ActiveTurn) -> None:
         turn = active.turn
+        try:
+            await turns.settle(self, active)  # inputs whose commit was under way when the turn ended
+        except Exception:
+            logger.exception("turn %s: its inputs could not be saved", turn.id)
+        self.announce(active)  # a turn that ended before announcing itself (interrupted, failed)
         # items still streaming keep what they have, marked interrupted
         await active.items.complete_all(ItemStatus.INTERRUPTED)
         self.queue.release()
@@ -284,11 +299,15 @@ class SessionRunner:
 
     # What the agent loop needs (turns.TurnOwner)
 
-    def saved(self, ordinal: int, item: Item) -> None:
+    def saved(self, ordinal: int, item: Item, *, remembered: bool = False) -> None:
         self.host.saved(ordinal)
-        if self.loaded_history is not None:
-            self.loaded_history.append(item)
+        if not remembered:
+            self.remember(item)
         self.publish(events.ItemCompleted(ordinal=ordinal, item=item))
+
+    def remember(self, item: Item) -> None:
+        if self.loaded_history is not None:  # else the history loads from storage, which has it then
+            self.loaded_history.append(item)
 
     async def history(self) -> list[Item]:
         if self.loaded_history is None:

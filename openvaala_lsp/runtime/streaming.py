@@ -63,16 +63,25 @@ class TurnItems:
         self.publish(events.ItemDelta(item_index=index, item_id=item.id, delta=fragment))
 
     async def complete(self, index: int, status: ItemStatus) -> Item:
-        item = self.streaming[index]
-        item.status = status
-        ordinal = await self.storage.append_item(item, durable=True)
-        # removed from the streaming set and reported saved in one step: snapshots stay exact
-        del self.streaming[index]
-        self.saved(ordinal, item)
-        return item
+        return (await self.complete_many([index], status))[0]
+
+    async def complete_many(self, indexes: list[int], status: ItemStatus) -> list[Item]:
+        """Saves the items in one commit (not one each), then reports them saved, in order."""
+        staged = []
+        for index in indexes:
+            item = self.streaming[index]
+            item.status = status
+            staged.append((index, item, await self.storage.append_item(item)))
+        if staged:
+            await self.storage.flush()
+        for index, item, ordinal in staged:
+            # removed from the streaming set and reported saved in one step: snapshots stay exact
+            del self.streaming[index]
+            self.saved(ordinal, item)
+        return [item for _, item, _ in staged]
 
     async def complete_all(self, status: ItemStatus) -> list[Item]:
-        return [await self.complete(index, status) for index in sorted(self.streaming)]
+        return await self.complete_many(sorted(self.streaming), status)
 
     async def append(self, item: Item) -> None:
         """An item made whole at once (a hook's message) goes straight to the log."""

@@ -66,8 +66,7 @@ async def run_tool_calls(
         planned.append(plan)
         if stop:
             break
-    for index in indexes:
-        await items.complete(index, ItemStatus.COMPLETED)
+    await items.complete_many(indexes, ItemStatus.COMPLETED)
     for plan in planned:
         if await _run(plan, tools, items, hooks):
             return True

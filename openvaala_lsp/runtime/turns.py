@@ -80,8 +80,12 @@ class TurnOwner(Protocol):
 
     def set_state(self, state: SessionState) -> None: ...
 
-    def saved(self, ordinal: int, item: Item) -> None:
-        """An item is in the log now: the history grows and subscribers hear `itemCompleted`."""
+    def saved(self, ordinal: int, item: Item, *, remembered: bool = False) -> None:
+        """An item is in the log now: the history grows (unless `remember` did it already) and
+        subscribers hear `itemCompleted`."""
+
+    def remember(self, item: Item) -> None:
+        """The item is part of the history the next request sends (its commit is under way)."""
 
     async def history(self) -> list[Item]: ...
 
@@ -89,6 +93,9 @@ class TurnOwner(Protocol):
         """Context from the sessionStart hooks, which fire once per session and runtime."""
 
     def instructions(self, definitions: Definitions) -> str: ...
+
+    def announce(self, active: ActiveTurn) -> None:
+        """The turn is saved: subscribers hear that it started (once)."""
 
 
 TurnWork = Callable[["TurnOwner", "ActiveTurn", list[PendingInput]], Awaitable[None]]
@@ -110,6 +117,9 @@ class ActiveTurn:
     auto_compacted: bool = False  # automatic compaction runs at most once per turn
     request_tokens: int = 0  # the estimated size of the request being made
     overflow_retried: bool = False  # a context-length error gets one compaction and one retry
+    announced: bool = False  # turnStarted is published
+    # inputs logged, their commit under way: announced once it is done (`settle`)
+    recording: list[tuple[asyncio.Future[None], list[tuple[Item, int]]]] = attrs.Factory(list)
 
 
 async def execute(owner: TurnOwner, active: ActiveTurn, inputs: list[PendingInput]) -> None:
@@ -118,13 +128,16 @@ async def execute(owner: TurnOwner, active: ActiveTurn, inputs: list[PendingInpu
     turn = active.turn
     try:
         blocked: list[str] = []
+        decided: list[tuple[PendingInput, ItemStatus]] = []
         for pending in inputs:
             prompt = await active.hooks.fire("userPromptSubmit", {"prompt": context.item_text(pending.item)})
             active.context += prompt.additional_context
             if prompt.blocked:
                 blocked.append(prompt.reason or "blocked by a hook")
             # a blocked prompt stays in the history, marked withdrawn: never sent to the model
-            await record_input(owner, pending, turn.id, ItemStatus.WITHDRAWN if prompt.blocked else None)
+            decided.append((pending, ItemStatus.WITHDRAWN if prompt.blocked else ItemStatus.COMPLETED))
+        # the first model request goes out while the inputs commit; its answer waits for the commit
+        await record_inputs(owner, active, decided, wait=False)
         active.committed = True
         if active.interrupting:
             raise asyncio.CancelledError
@@ -145,13 +158,35 @@ async def execute(owner: TurnOwner, active: ActiveTurn, inputs: list[PendingInpu
         turn.error = ErrorInfo(kind="internal", message=f"{type(exc).__name__}: {exc}")
 
 
-async def record_input(owner: TurnOwner, pending: PendingInput, turn_id: str, status: ItemStatus | None = None) -> None:
-    """Moves an input from the queue into the log, as part of `turn_id`."""
-    item = attrs.evolve(pending.item, turn_id=turn_id, status=status or ItemStatus.COMPLETED)
-    ordinal = await owner.host.storage.append_item(item, input_id=pending.input_id, durable=True)
-    await owner.queue.recorded(pending)
-    owner.publish(events.PendingInputRemoved(item_id=item.id, reason="taken"))
-    owner.saved(ordinal, item)
+async def record_inputs(
+    owner: TurnOwner, active: ActiveTurn, inputs: list[tuple[PendingInput, ItemStatus]], *, wait: bool = True
+) -> None:
+    """Moves inputs from the queue into the log as part of the turn, in one commit with whatever the
+    turn queued before (its own row, when it starts); once it is done (`settle`; at once unless
+    `wait` is false) the turn and the inputs are announced. The inputs are in the history at once."""
+    storage = owner.host.storage
+    recorded = []
+    for pending, status in inputs:
+        item = attrs.evolve(pending.item, turn_id=active.turn.id, status=status)
+        recorded.append((item, await storage.append_item(item, input_id=pending.input_id)))
+        await owner.queue.recorded(pending)
+        owner.remember(item)
+    active.recording.append((asyncio.ensure_future(storage.flush()), recorded))
+    if wait:
+        await settle(owner, active)
+
+
+async def settle(owner: TurnOwner, active: ActiveTurn) -> None:
+    """Waits for the inputs' commit, then announces the turn and its inputs; before anything else
+    of the turn is published, so events stay in order and report only what is saved."""
+    while active.recording:
+        committing, recorded = active.recording[0]
+        await asyncio.shield(committing)  # the commit goes on (and is reported) even if the turn stops
+        active.recording.pop(0)
+        owner.announce(active)
+        for item, ordinal in recorded:
+            owner.publish(events.PendingInputRemoved(item_id=item.id, reason="taken"))
+            owner.saved(ordinal, item, remembered=True)
 
 
 async def _loop(owner: TurnOwner, active: ActiveTurn) -> None:
@@ -164,8 +199,9 @@ async def _loop(owner: TurnOwner, active: ActiveTurn) -> None:
     stop_continuations = 0
     agent = catalog.configured_agent(active.definitions, session.agent_name)
     while True:
-        for pending in owner.queue.claim_steering(active.turn.id):
-            await record_input(owner, pending, active.turn.id)
+        steered = owner.queue.claim_steering(active.turn.id)
+        if steered:
+            await record_inputs(owner, active, [(pending, ItemStatus.COMPLETED) for pending in steered])
         model = _current_model(owner, active)  # setSessionModel takes effect at the next model call
         if provider is None or model is not active.model:
             active.model = model
@@ -176,6 +212,7 @@ async def _loop(owner: TurnOwner, active: ActiveTurn) -> None:
         specs = context.tool_specs(tools)
         system = "\n\n".join([instructions, *active.context])
         if not active.auto_compacted and _over_threshold(owner, model, system, specs, await owner.history()):
+            await settle(owner, active)
             active.auto_compacted = True
             await compaction.compact(owner, active, CompactionTrigger.AUTO)
         history = await owner.history()
@@ -243,6 +280,7 @@ async def compaction_turn(owner: TurnOwner, active: ActiveTurn, inputs: list[Pen
     turn = active.turn
     active.committed = True
     try:
+        await record_inputs(owner, active, [])  # the turn's row, committed; the turn announced
         outcome = await compaction.compact(owner, active, CompactionTrigger.MANUAL)
         turn.status = TurnStatus.COMPLETED if outcome.compacted else TurnStatus.FAILED
         turn.error = outcome.error
@@ -280,6 +318,7 @@ async def _call_model(owner: TurnOwner, active: ActiveTurn, stream: AsyncIterato
         async for event in stream:
             if record.first_token_ms is None:
                 record.first_token_ms = int((time.monotonic() - started) * 1000)
+                await settle(owner, active)  # the turn's inputs are saved and announced first
             if isinstance(event, provider_events.TextDelta):
                 if text_index is None:
                     text_index = items.start_text(ItemType.ASSISTANT_MESSAGE)
@@ -323,12 +362,12 @@ async def _call_model(owner: TurnOwner, active: ActiveTurn, stream: AsyncIterato
         await _account(owner, active, record, completed.usage if completed is not None else None)
     # tool calls stay streaming until they are decided (they may wait for the user's approval)
     calls = [index for index, item in sorted(items.streaming.items()) if item.type == ItemType.TOOL_CALL]
-    for index in sorted(set(items.streaming) - set(calls)):
-        await items.complete(index, ItemStatus.COMPLETED)
+    await items.complete_many(sorted(set(items.streaming) - set(calls)), ItemStatus.COMPLETED)
     return calls
 
 
 async def _account(owner: TurnOwner, active: ActiveTurn, record: ModelCall, reported: TokenUsage | None) -> None:
+    await settle(owner, active)  # a call that failed before any answer: the turn is announced first
     history = await owner.history()
     # a call that failed before any answer (an HTTP error, a refused connection) used no tokens
     answered = reported is not None or record.first_token_ms is not None

@@ -356,8 +356,10 @@ class DuckDBStorage:
     async def save_pending_input(self, pending: PendingInput) -> None:
         await self._write([Put(PENDING_INPUTS, pending_row(pending))], durable=True)
 
-    async def remove_pending_input(self, conversation_id: ConversationId, item_id: ItemId) -> None:
-        await self._write([Delete(PENDING_INPUTS, item_id)], durable=True)
+    async def remove_pending_input(
+        self, conversation_id: ConversationId, item_id: ItemId, *, durable: bool = True
+    ) -> None:
+        await self._write([Delete(PENDING_INPUTS, item_id)], durable=durable)
 
     async def list_pending_inputs(self, conversation_id: ConversationId) -> list[PendingInput]:
         return await self._read(lambda cur: queries.list_pending_inputs(cur, conversation_id))

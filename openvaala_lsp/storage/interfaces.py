@@ -131,8 +131,10 @@ class RecordStorage(Protocol):
     async def save_pending_input(self, pending: PendingInput) -> None:
         """Durable. Inserts or replaces by item id."""
 
-    async def remove_pending_input(self, conversation_id: ConversationId, item_id: ItemId) -> None:
-        """Durable."""
+    async def remove_pending_input(
+        self, conversation_id: ConversationId, item_id: ItemId, *, durable: bool = True
+    ) -> None:
+        """Durable unless told otherwise (then committed with the next durable write or flush)."""
 
     async def list_pending_inputs(self, conversation_id: ConversationId) -> list[PendingInput]:
         """In submission order."""

@@ -159,7 +159,9 @@ class MemoryStorage:
             if pending.input_id:
                 log.input_ids[pending.input_id] = pending.item.id
 
-    async def remove_pending_input(self, conversation_id: ConversationId, item_id: ItemId) -> None:
+    async def remove_pending_input(
+        self, conversation_id: ConversationId, item_id: ItemId, *, durable: bool = True
+    ) -> None:
         if (log := self._log(conversation_id)) is not None:
             log.pending.pop(item_id, None)
 

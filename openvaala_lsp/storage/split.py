@@ -128,8 +128,10 @@ class SplitStorage:
     async def save_pending_input(self, pending: PendingInput) -> None:
         await self._for(pending.item.conversation_id).save_pending_input(pending)
 
-    async def remove_pending_input(self, conversation_id: ConversationId, item_id: ItemId) -> None:
-        await self._for(conversation_id).remove_pending_input(conversation_id, item_id)
+    async def remove_pending_input(
+        self, conversation_id: ConversationId, item_id: ItemId, *, durable: bool = True
+    ) -> None:
+        await self._for(conversation_id).remove_pending_input(conversation_id, item_id, durable=durable)
 
     async def list_pending_inputs(self, conversation_id: ConversationId) -> list[PendingInput]:
         pending: list[PendingInput] = await self._for(conversation_id).list_pending_inputs(conversation_id)
