@@ -108,6 +108,7 @@ function M.item(out, item, opts)
     if item.status == "awaitingApproval" then
       out:add("  ⚠ waiting for approval: :Openvaala approve  ·  :Openvaala deny", "OpenvaalaApproval")
     end
+    return -- its result follows without a blank line
   elseif kind == "toolResult" then
     local result = item.toolResult or {}
     local hl = result.isError and "OpenvaalaError" or "OpenvaalaToolResult"

@@ -90,6 +90,16 @@ local function put(list, from, values, truncate)
   end
 end
 
+--- The lines of `lines` from `first` on.
+local function tail_of(lines, first)
+  local tail = { lines = {}, hl = {}, folds = {} }
+  for i = first, #lines.lines do
+    local j = i - first + 1
+    tail.lines[j], tail.hl[j], tail.folds[j] = lines.lines[i], lines.hl[i], lines.folds[i]
+  end
+  return tail
+end
+
 --- Windows showing the buffer whose cursor is on the last line follow what is appended.
 local function followers(buf)
   local windows = {}
@@ -111,11 +121,12 @@ local function draw(view)
   end
   local follow = followers(buf)
   with_modifiable(buf, function()
+    -- fold levels first: Neovim evaluates 'foldexpr' as soon as lines change
     local header = render.header(conv)
+    put(view.folds, 1, header.folds, false)
     vim.api.nvim_buf_clear_namespace(buf, ns, 0, render.HEADER_LINES)
     vim.api.nvim_buf_set_lines(buf, 0, render.HEADER_LINES, false, header.lines)
     highlight(buf, 0, header)
-    put(view.folds, 1, header.folds, false)
 
     if view.entries < #conv.log then
       local saved = render.lines()
@@ -123,20 +134,28 @@ local function draw(view)
         render.entry(saved, conv.log[i])
       end
       view.entries = #conv.log
-      vim.api.nvim_buf_set_lines(buf, view.saved_end, view.saved_end, false, saved.lines)
-      highlight(buf, view.saved_end, saved)
       -- the live part moves down: its fold levels are rewritten below
       put(view.folds, view.saved_end + 1, saved.folds, true)
+      vim.api.nvim_buf_set_lines(buf, view.saved_end, view.saved_end, false, saved.lines)
+      highlight(buf, view.saved_end, saved)
       view.saved_end = view.saved_end + #saved.lines
       view.live = nil
     end
 
+    -- the live part is rewritten from its first changed line: a streaming answer only grows
     local live = render.live(conv)
-    if not vim.deep_equal(live.lines, view.live) then
-      vim.api.nvim_buf_clear_namespace(buf, ns, view.saved_end, -1)
-      vim.api.nvim_buf_set_lines(buf, view.saved_end, -1, false, live.lines)
-      highlight(buf, view.saved_end, live)
-      put(view.folds, view.saved_end + 1, live.folds, true)
+    local old = view.live or {}
+    local first = 1
+    while first <= #old and old[first] == live.lines[first] do
+      first = first + 1
+    end
+    if first <= #old or first <= #live.lines then
+      local tail = tail_of(live, first)
+      local start = view.saved_end + first - 1
+      put(view.folds, start + 1, tail.folds, true)
+      vim.api.nvim_buf_clear_namespace(buf, ns, start, -1)
+      vim.api.nvim_buf_set_lines(buf, start, -1, false, tail.lines)
+      highlight(buf, start, tail)
       view.live = live.lines
     end
   end)
