@@ -38,9 +38,9 @@ local function supported(server, method)
 end
 
 --- Inside a task: a conversation shown and subscribed.
-local function show(server, id, record)
+local function show(server, id, record, opts)
   local conv = conversation.of(server, id, record)
-  view.show(conv)
+  view.show(conv, opts)
   conv:attach()
   return conv
 end
@@ -71,8 +71,9 @@ end
 
 --- Inside a task: a new conversation with the agent named `agent_name`, or one picked.
 ---@param agent_name string?
+---@param opts {focus: boolean?}? how to show it
 ---@return openvaala.Conversation?
-local function create(agent_name)
+local function create(agent_name, opts)
   local server = client.ready()
   if not server then
     return nil
@@ -117,7 +118,7 @@ local function create(agent_name)
   if create_err then
     return util.request_error("creating a conversation", create_err)
   end
-  return show(server, record.id, record)
+  return show(server, record.id, record, opts)
 end
 
 --- Inside a task: submits `text` to `conv` (or the conversation in use, or a new one).
@@ -127,7 +128,7 @@ local function submit(text, opts)
   opts = opts or {}
   local conv = opts.conv
   if not conv and not view.conversation_of() and not conversation.last() then
-    conv = create()
+    conv = create(nil, { focus = false })
   else
     conv = target(conv)
   end
@@ -165,7 +166,9 @@ end
 
 -- The actions
 
-M.new = task(create)
+M.new = task(function(agent_name)
+  create(agent_name)
+end)
 
 --- Picks a conversation (`archived`: the archived ones) and opens it.
 M.list = task(function(archived)
@@ -468,7 +471,8 @@ function M.selection_context(buf, line1, line2)
   local lines = vim.api.nvim_buf_get_lines(buf, line1 - 1, line2, false)
   local name = vim.api.nvim_buf_get_name(buf)
   local where = name ~= "" and vim.fn.fnamemodify(name, ":.") or ("buffer " .. buf)
-  return ("From `%s`, lines %d-%d:\n```%s\n%s\n```"):format(where, line1, line2, vim.bo[buf].filetype, table.concat(lines, "\n"))
+  local range = line1 == line2 and ("line " .. line1) or ("lines %d-%d"):format(line1, line2)
+  return ("From `%s`, %s:\n```%s\n%s\n```"):format(where, range, vim.bo[buf].filetype, table.concat(lines, "\n"))
 end
 
 return M

@@ -131,6 +131,10 @@ end
 function M.run(opts)
   local name, rest = opts.args:match("^%s*(%S+)%s*(.-)%s*$")
   name = name or "list"
+  if name:sub(-1) == "!" then -- `:Openvaala delete!` as well as `:Openvaala! delete`
+    name = name:sub(1, -2)
+    opts = vim.tbl_extend("force", opts, { bang = true })
+  end
   local sub = M.subcommands[name]
   if not sub then
     local help = vim.tbl_map(function(n)

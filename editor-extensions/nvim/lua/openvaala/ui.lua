@@ -12,8 +12,11 @@ function M.compose(title, initial, on_send)
   vim.bo[buf].bufhidden = "wipe"
   vim.bo[buf].swapfile = false
   vim.bo[buf].filetype = "markdown"
-  local lines = initial and vim.split(initial, "\n", { plain = true }) or {}
-  table.insert(lines, 1, "")
+  local lines = { "" } -- the message is written on the first line, above the context
+  if initial then
+    table.insert(lines, "")
+    vim.list_extend(lines, vim.split(initial, "\n", { plain = true }))
+  end
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
   vim.bo[buf].modified = false
   vim.cmd("botright " .. math.min(12, math.max(5, #lines + 2)) .. "split")

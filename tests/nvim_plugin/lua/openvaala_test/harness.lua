@@ -191,8 +191,8 @@ function H.write_config(model, extra)
     'apiKeyEnv = "FAKE_API_KEY"',
     "contextWindow = 8000",
     "",
-    extra or "",
   }
+  vim.list_extend(lines, vim.split(extra or "", "\n", { plain = true }))
   vim.fn.writefile(lines, H.home .. "/config.toml")
 end
 
