@@ -144,12 +144,13 @@ local function draw(view)
 
     -- the live part is rewritten from its first changed line: a streaming answer only grows
     local live = render.live(conv)
-    local old = view.live or {}
+    -- (nil after saved lines went in above it: then all of it, including what was there before)
+    local old = view.live
     local first = 1
-    while first <= #old and old[first] == live.lines[first] do
+    while old and first <= #old and old[first] == live.lines[first] do
       first = first + 1
     end
-    if first <= #old or first <= #live.lines then
+    if not old or first <= #old or first <= #live.lines then
       local tail = tail_of(live, first)
       local start = view.saved_end + first - 1
       put(view.folds, start + 1, tail.folds, true)

@@ -260,6 +260,28 @@ function H.server()
   return require("openvaala.client").running()
 end
 
+--- Starts the plugin's server for the current buffer and waits for initialize.
+function H.start_server()
+  local server = assert(require("openvaala.client").get())
+  H.wait("initialize", function()
+    return server.ready
+  end)
+  return server
+end
+
+--- Waits for the answer to a request sent outside the plugin's commands.
+function H.request(method, params)
+  local done, err, result = false, nil, nil
+  H.server():request(method, params, function(e, r)
+    done, err, result = true, e, r
+  end)
+  H.wait("the answer to " .. method, function()
+    return done
+  end)
+  H.check(method .. " answered", not err, err and err.message)
+  return result
+end
+
 --- Whether the server advertises `method`; skips the case (with the reason) when it does not.
 function H.require_method(method)
   local server = H.server()
