@@ -24,7 +24,7 @@ for _, entry in ipairs(commands) do
       return #H.results.notifications > before
     end)
     H.equal(command .. " says it is not supported", H.results.notifications[before + 1].message,
-      ("openvaala: %s is not supported by this openvaala-lsp (it does not advertise it); update openvaala"):format(method))
+      ("openvaala: %s is not supported by this openvaala-lsp; update openvaala"):format(method))
   end
 end
 if tried == 0 then

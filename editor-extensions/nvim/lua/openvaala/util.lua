@@ -26,7 +26,7 @@ end
 
 ---@param method string
 function M.not_supported(method)
-  return ("%s is not supported by this openvaala-lsp (it does not advertise it); update openvaala"):format(method)
+  return ("%s is not supported by this openvaala-lsp; update openvaala"):format(method)
 end
 
 --- Error kinds worth a sentence of their own; the others show the server's message.
