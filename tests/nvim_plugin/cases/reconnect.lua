@@ -29,3 +29,24 @@ H.equal("the earlier answer once", H.count(text, "before the crash"), 1)
 H.equal("the new answer once", H.count(text, "after the crash"), 1)
 H.equal("the notice is gone", H.count(text, "openvaala-lsp exited"), 0)
 H.equal("the statusline is back", require("openvaala").statusline():match("^openvaala %S+"), "openvaala idle")
+
+-- closed with :bdelete, opened again: the whole history, once, and live again
+local id = conv.id
+vim.cmd("bdelete " .. buf)
+H.wait("the subscriptions to end", function()
+  return next(conv.subs) == nil
+end)
+vim.cmd("Openvaala open " .. id)
+H.wait("the conversation shown again", function()
+  local view = require("openvaala.view").conversation_of()
+  return view and view.id == id and view.status == "ready"
+end)
+local again = vim.api.nvim_get_current_buf()
+text = H.wait_text("the history", again, H.contains("after the crash"))
+H.equal("each answer once", { H.count(text, "before the crash"), H.count(text, "after the crash") }, { 1, 1 })
+model:enqueue({ { "text", "third time" } })
+vim.cmd("Openvaala send three")
+text = H.wait_text("the third turn", again, function(t)
+  return H.count(t, "✓ turn completed") == 3
+end)
+H.equal("the third answer once", H.count(text, "third time"), 1)

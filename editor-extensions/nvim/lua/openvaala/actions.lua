@@ -393,7 +393,7 @@ M.archive = task(function(unarchive)
   if err then
     return util.request_error("archiving", err)
   end
-  conv:_set_record(record)
+  conv:set_record(record)
   conv:changed()
   util.info(("%s %s"):format(unarchive and "unarchived" or "archived", title_of(record)))
 end)

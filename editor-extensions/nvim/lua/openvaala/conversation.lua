@@ -4,6 +4,7 @@
 --- re-lists the items after the last known ordinal and subscribes again: nothing lost or doubled.
 local async = require("openvaala.async")
 local config = require("openvaala.config")
+local events = require("openvaala.events")
 local util = require("openvaala.util")
 
 local M = {}
@@ -76,7 +77,6 @@ function M.of(server, id, record)
       context = { source = "unknown", tokens = 0, window = 0 },
       log = {},
       last_ordinal = 0,
-      turns = {},
       footers = {},
       streaming = {},
       pending = {},
@@ -98,7 +98,7 @@ function M.of(server, id, record)
     end)
   end
   if record then
-    conv:_set_record(record)
+    conv:set_record(record)
   end
   return conv
 end
@@ -122,12 +122,12 @@ function Conversation:notice(level, text)
   end
 end
 
-function Conversation:_set_record(record)
+function Conversation:set_record(record)
   self.record = record
   self.title = record.title or self.title
 end
 
-function Conversation:_set_info(info)
+function Conversation:set_info(info)
   self.info = info
   self.session = info.session
   self.state = info.state or self.state
@@ -148,7 +148,7 @@ end
 
 --- Appends saved items (ascending ordinals above `last_ordinal`), with a footer after the last
 --- item of each finished turn. `turns` maps turn ids to what is known of them.
-function Conversation:_append_items(logged, turns)
+function Conversation:append_saved(logged, turns)
   for index, entry in ipairs(logged) do
     if entry.ordinal > self.last_ordinal then
       table.insert(self.log, { kind = "item", ordinal = entry.ordinal, item = entry.item })
@@ -159,186 +159,18 @@ function Conversation:_append_items(logged, turns)
     if turn_id and (not next_entry or next_entry.item.turnId ~= turn_id) then
       local turn = turns[turn_id]
       if turn and turn.status ~= "running" then
-        self:_footer(turn)
+        self:add_footer(turn)
       end
     end
   end
 end
 
-function Conversation:_footer(turn)
+function Conversation:add_footer(turn)
   if not self.footers[turn.id] then
     self.footers[turn.id] = true
     table.insert(self.log, { kind = "turn", turn = turn })
   end
 end
-
-local function index_of(list, pred)
-  for i, value in ipairs(list) do
-    if pred(value) then
-      return i
-    end
-  end
-end
-
-local function remove_where(list, pred)
-  local i = index_of(list, pred)
-  if i then
-    return table.remove(list, i)
-  end
-end
-
-local function append_delta(item, delta)
-  if item.type == "toolCall" then
-    item.toolCall = item.toolCall or {}
-    item.toolCall.arguments = (item.toolCall.arguments or "") .. delta
-    return
-  end
-  item.content = item.content or {}
-  local last = item.content[#item.content]
-  if not last or last.type ~= "text" then
-    last = { type = "text", text = "" }
-    table.insert(item.content, last)
-  end
-  last.text = (last.text or "") .. delta
-end
-
--- Session events
-
-local session_handlers = {}
-
-function session_handlers.itemStarted(self, e)
-  remove_where(self.streaming, function(s)
-    return s.item.id == e.item.id
-  end)
-  table.insert(self.streaming, { itemIndex = e.itemIndex, item = e.item })
-  table.sort(self.streaming, function(a, b)
-    return a.itemIndex < b.itemIndex
-  end)
-end
-
-function session_handlers.itemDelta(self, e)
-  local streaming = self.streaming[index_of(self.streaming, function(s)
-    return s.item.id == e.itemId
-  end) or 0]
-  if streaming then
-    append_delta(streaming.item, e.delta)
-  end
-end
-
-function session_handlers.itemCompleted(self, e)
-  remove_where(self.streaming, function(s)
-    return s.item.id == e.item.id
-  end)
-  self:_append_items({ { ordinal = e.ordinal, item = e.item } }, {})
-end
-
-function session_handlers.pendingInputAdded(self, e)
-  remove_where(self.pending, function(p)
-    return p.item.id == e.item.id
-  end)
-  table.insert(self.pending, { item = e.item, mode = e.mode or "queue" })
-end
-
-function session_handlers.pendingInputRemoved(self, e)
-  remove_where(self.pending, function(p)
-    return p.item.id == e.itemId
-  end)
-end
-
-function session_handlers.turnStarted(self, e)
-  self.turn = e.turn
-  self.turns[e.turn.id] = e.turn
-  self.notices = {}
-end
-
-function session_handlers.turnCompleted(self, e)
-  self.turn = e.turn
-  self.turns[e.turn.id] = e.turn
-  for i = #self.streaming, 1, -1 do
-    if self.streaming[i].item.turnId == e.turn.id then
-      table.remove(self.streaming, i)
-    end
-  end
-  self:_footer(e.turn)
-end
-
-function session_handlers.stateChanged(self, e)
-  self.state = e.state
-end
-
-function session_handlers.contextUsageUpdated(self, e)
-  self.context = e.context
-end
-
-function session_handlers.usageUpdated(self, e)
-  self.usage = e.usage
-end
-
-session_handlers["error"] = function(self, e)
-  local err = e.error or {}
-  self:notice("error", ("%s: %s"):format(err.kind or "error", err.message or ""))
-  if err.kind == "noModelConfigured" then
-    util.error(util.NO_MODEL)
-  end
-end
-
-function session_handlers.approvalRequested(self, e)
-  remove_where(self.approvals, function(a)
-    return a.itemId == e.itemId
-  end)
-  table.insert(self.approvals, { itemId = e.itemId, approval = e.approval or {} })
-  local approval = e.approval or {}
-  util.warn(
-    ("%s wants to run %s%s: :Openvaala approve, or :Openvaala deny"):format(
-      self.title ~= "" and self.title or "the agent",
-      approval.tool or "a tool",
-      approval.command and (" `" .. approval.command .. "`") or ""
-    )
-  )
-end
-
-function session_handlers.approvalResolved(self, e)
-  remove_where(self.approvals, function(a)
-    return a.itemId == e.itemId
-  end)
-  local by = e.by and (e.by.name or e.by.kind) or "?"
-  self:notice("info", ("approval %s (%s)"):format(e.decision or "?", by))
-end
-
-function session_handlers.compactionStarted(self)
-  self:notice("info", "compacting the context…")
-end
-
-function session_handlers.compactionCompleted(self, e)
-  local before, after = e.before or {}, e.after or {}
-  self:notice("info", ("context compacted: %s → %s tokens"):format(util.tokens(before.tokens), util.tokens(after.tokens)))
-  if e.after then
-    self.context = e.after
-  end
-end
-
-function Conversation:_apply_session(events)
-  for _, event in ipairs(events or {}) do
-    local handler = session_handlers[event.type]
-    if handler then -- unknown event types are ignored: newer servers may send more
-      handler(self, event)
-    end
-  end
-end
-
-local conversation_handlers = {
-  titleChanged = function(self, e)
-    self.title = e.title
-  end,
-  sessionUpdated = function(self, e)
-    if e.info and e.info.session and e.info.session.id == self.session_id then
-      self:_set_info(e.info)
-    end
-  end,
-  conversationUpdated = function(self, e)
-    self:_set_record(e.conversation)
-  end,
-}
 
 -- Subscriptions
 
@@ -366,12 +198,9 @@ function Conversation:_notification(name, method, params)
   end
   sub.seq = params.seq
   if method == "openvaala/sessionEvent" then
-    self:_apply_session(params.events)
+    events.session(self, params.events)
   elseif method == "openvaala/conversationEvent" then
-    local handler = params.event and conversation_handlers[params.event.type]
-    if handler then
-      handler(self, params.event)
-    end
+    events.conversation(self, params.event)
   end
   self:changed()
 end
@@ -429,7 +258,7 @@ function Conversation:_sync_conversation()
   main = main or (snap.sessions or {})[1]
   if main then
     self.session_id = main.session.id
-    self:_set_info(main)
+    self:set_info(main)
   end
   self:_loaded("conversation", sub)
   return true
@@ -465,6 +294,9 @@ end
 
 --- Inside a task: the last `config.history` saved items up to `upto` (the first load).
 function Conversation:_list_recent(upto)
+  if upto == 0 then
+    return {}
+  end
   local page, err = self.server:call("listItems", {
     conversationId = self.id,
     sessionId = self.session_id,
@@ -494,7 +326,6 @@ function Conversation:_turns(ids)
   local result = self.server:call("getTurns", { conversationId = self.id, turnIds = ids })
   for _, turn in ipairs(result and result.turns or {}) do
     turns[turn.id] = turn
-    self.turns[turn.id] = turn
   end
   return turns
 end
@@ -513,7 +344,7 @@ function Conversation:_sync_session()
     if open_err then
       return nil, open_err
     end
-    self:_set_record(record)
+    self:set_record(record)
     snap, err = self.server:call("subscribeSession", params)
   end
   if err then
@@ -545,14 +376,14 @@ function Conversation:_sync_session()
   end
   local turns = self:_turns(ids)
   if previous and turns[previous] and turns[previous].status ~= "running" then
-    local has_items = index_of(logged, function(e)
+    local has_items = events.index_of(logged, function(e)
       return e.item.turnId == previous
     end)
     if not has_items then
-      self:_footer(turns[previous])
+      self:add_footer(turns[previous])
     end
   end
-  self:_append_items(logged, turns)
+  self:append_saved(logged, turns)
   local last_turn = logged[#logged] and turns[logged[#logged].item.turnId or ""]
   if last_turn then
     self.turn = last_turn
@@ -570,7 +401,7 @@ function Conversation:_sync_session()
   -- the state and context now (events queued since the subscription bring them forward)
   local details = self.server:call("getSessionDetails", params)
   if details and details.info then
-    self:_set_info(details.info)
+    self:set_info(details.info)
   end
   local usage = self.server:call("getSessionContextUsage", params)
   if usage and usage.nextRequest and self.context.source == "unknown" then

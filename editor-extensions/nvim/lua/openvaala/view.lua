@@ -116,7 +116,7 @@ end
 local function draw(view)
   view.scheduled = false
   local buf, conv = view.buf, view.conv
-  if not vim.api.nvim_buf_is_valid(buf) then
+  if views[buf] ~= view or not vim.api.nvim_buf_is_loaded(buf) then
     return
   end
   local follow = followers(buf)
@@ -207,11 +207,15 @@ function M.buffer(conv)
   if buf == -1 or views[buf] then
     buf = vim.api.nvim_create_buf(true, true)
     vim.api.nvim_buf_set_name(buf, name)
+  else
+    vim.fn.bufload(buf) -- shown before, then :bdelete'd
+    vim.bo[buf].buflisted = true
   end
   vim.bo[buf].buftype = "nofile"
   vim.bo[buf].bufhidden = "hide"
   vim.bo[buf].swapfile = false
   vim.bo[buf].filetype = "openvaala"
+  vim.bo[buf].modifiable = true
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "", "", "" })
   vim.bo[buf].modifiable = false
   view = { buf = buf, conv = conv, entries = 0, saved_end = render.HEADER_LINES, folds = {}, scheduled = false }
@@ -236,7 +240,7 @@ function M.buffer(conv)
       conversation.touch(conv)
     end,
   })
-  vim.api.nvim_create_autocmd("BufWipeout", {
+  vim.api.nvim_create_autocmd("BufUnload", { -- :bdelete and :bwipeout: stop listening
     group = group,
     buffer = buf,
     callback = function()
