@@ -27,6 +27,13 @@ local buf, conv = H.new_conversation()
 local agents = H.picker("new conversation")
 H.check("the agent picker lists the agents with descriptions", vim.tbl_contains(agents.labels, "reviewer — reviews code") and vim.tbl_contains(agents.labels, "writer — writes code"), vim.inspect(agents.labels))
 H.wait_text("the header", buf, H.contains("agent writer"))
+local subcommands = vim.fn.getcompletion("Openvaala ", "cmdline")
+table.sort(subcommands)
+H.equal("completion offers the subcommands", subcommands, { "approve", "archive", "compact", "delete", "deny", "fork", "interrupt", "list", "model", "new", "open", "rename", "send", "steer", "usage", "withdraw" })
+H.equal("completion of a subcommand", vim.fn.getcompletion("Openvaala re", "cmdline"), { "rename" })
+local decisions = vim.fn.getcompletion("Openvaala approve ", "cmdline")
+table.sort(decisions)
+H.equal("completion of approve", decisions, { "always", "once" })
 H.check("completion offers the agents", vim.tbl_contains(vim.fn.getcompletion("Openvaala new w", "cmdline"), "writer"), vim.inspect(vim.fn.getcompletion("Openvaala new w", "cmdline")))
 
 -- rename with an argument, then through vim.ui.input
