@@ -14,7 +14,8 @@ local group = vim.api.nvim_create_augroup("openvaala.view", { clear = true })
 ---@field conv openvaala.Conversation
 ---@field entries integer log entries rendered
 ---@field saved_end integer 0-based line where the live part starts
----@field live string[] the live part's lines as last rendered
+---@field header string[]? the header's lines as last rendered
+---@field live string[]? the live part's lines as last rendered
 ---@field folds (string|integer)[] fold levels by line
 ---@field scheduled boolean
 
@@ -123,10 +124,13 @@ local function draw(view)
   with_modifiable(buf, function()
     -- fold levels first: Neovim evaluates 'foldexpr' as soon as lines change
     local header = render.header(conv)
-    put(view.folds, 1, header.folds, false)
-    vim.api.nvim_buf_clear_namespace(buf, ns, 0, render.HEADER_LINES)
-    vim.api.nvim_buf_set_lines(buf, 0, render.HEADER_LINES, false, header.lines)
-    highlight(buf, 0, header)
+    if not vim.deep_equal(header.lines, view.header) then
+      put(view.folds, 1, header.folds, false)
+      vim.api.nvim_buf_clear_namespace(buf, ns, 0, render.HEADER_LINES)
+      vim.api.nvim_buf_set_lines(buf, 0, render.HEADER_LINES, false, header.lines)
+      highlight(buf, 0, header)
+      view.header = header.lines
+    end
 
     if view.entries < #conv.log then
       local saved = render.lines()
