@@ -51,6 +51,13 @@ function M.await(fn, ...)
   return coroutine.yield()
 end
 
+--- Inside a task: resumes after `ms` milliseconds.
+function M.sleep(ms)
+  M.await(function(cb)
+    vim.defer_fn(cb, ms)
+  end)
+end
+
 --- `vim.ui.select` inside a task: returns the chosen item (nil when cancelled) and its index.
 function M.select(items, opts)
   return M.await(vim.ui.select, items, opts)

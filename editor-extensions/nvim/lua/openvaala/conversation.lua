@@ -358,6 +358,8 @@ function Conversation:_sync_session()
     logged, list_err = self:_list_after(self.last_ordinal, snap.lastSavedOrdinal)
   end
   if not logged then
+    self.server:release(sub.id, true)
+    self.subs.session = nil
     return nil, list_err
   end
   self.loaded_once = true
@@ -411,10 +413,13 @@ function Conversation:_sync_session()
   return true
 end
 
+local RETRIES = 5 -- while the runtime host restarts (its front answers runtimeStopped meanwhile)
+
 --- Inside a task: subscribes and loads everything; reports failures.
 function Conversation:sync()
   self.syncing = true
   local ok, err
+  local attempt = 0
   repeat
     self.again = nil
     ok, err = true, nil
@@ -425,7 +430,12 @@ function Conversation:sync()
       self.again_session = nil
       ok, err = self:_sync_session()
     end
-  until not self.again or not ok
+    if not ok and err.kind == "runtimeStopped" and not self.server.dead and attempt < RETRIES then
+      attempt = attempt + 1
+      async.sleep(200 * attempt)
+      self.again = true
+    end
+  until not self.again or (not ok and err.kind ~= "runtimeStopped")
   self.syncing = false
   if ok then
     self.status = "ready"
