@@ -5,7 +5,7 @@ local model = H.fake_model()
 H.write_config(model)
 require("openvaala").setup({ open = "vsplit" })
 
-vim.fn.mkdir("src", "p")
+vim.fn.mkdir("src/.git", "p") -- a root marker: src is the project of src/calc.py
 vim.fn.writefile({ "def add(a, b):", "    return a + b", "", "print(add(1, 2))" }, "src/calc.py")
 vim.cmd("edit src/calc.py")
 local code = vim.api.nvim_get_current_buf()
@@ -19,6 +19,9 @@ end)
 local buf = H.conversation_buffers()[1]
 H.wait_text("the answer", buf, H.contains("It adds."))
 H.equal("the code buffer keeps the focus", vim.api.nvim_get_current_buf(), code)
+local conv = require("openvaala.view").conversation_of(buf)
+H.equal("the server runs for the file's project root", H.server().root, vim.fs.normalize(vim.fn.getcwd() .. "/src"))
+H.equal("the agent works there", conv.record.executorSettings.directory, vim.uv.fs_realpath(vim.fn.getcwd() .. "/src"))
 local messages = model:requests()[1].json.messages
 H.equal("the selection reached the model as context", messages[#messages].content,
   "What does this do?\n\nFrom `src/calc.py`, lines 1-2:\n```python\ndef add(a, b):\n    return a + b\n```")

@@ -112,7 +112,7 @@ function Server:_on_exit(code, signal)
   for _, fn in ipairs(self.exit_listeners) do
     fn(reason)
   end
-  if not was_ready and not self.stopping then
+  if not was_ready then
     util.error(reason .. " before it answered `initialize`: run `openvaala doctor` in a terminal, or see :LspLog")
   end
 end
@@ -213,22 +213,14 @@ function Server:on_exit(fn)
   table.insert(self.exit_listeners, fn)
 end
 
---- Stops the server process.
-function Server:stop()
-  self.stopping = true
-  local client = self.client_id and vim.lsp.get_client_by_id(self.client_id)
-  if client then
-    client:stop()
-  end
-end
-
 --- The project root of a buffer: the nearest directory with a root marker, else the cwd.
 ---@param bufnr integer?
 function M.root(bufnr)
-  bufnr = bufnr or 0
-  local ok, root = pcall(vim.fs.root, bufnr, config.options.root_markers)
-  if not ok or not root or vim.bo[bufnr == 0 and vim.api.nvim_get_current_buf() or bufnr].buftype ~= "" then
-    root = nil
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  local root
+  if vim.bo[bufnr].buftype == "" then -- a file; not a conversation, help or terminal buffer
+    local ok, found = pcall(vim.fs.root, bufnr, config.options.root_markers)
+    root = ok and found or nil
   end
   return vim.fs.normalize(root or vim.fn.getcwd())
 end
@@ -242,11 +234,6 @@ function M.running(root)
   end
   local _, server = next(by_root)
   return server
-end
-
---- All running servers.
-function M.all()
-  return vim.tbl_values(by_root)
 end
 
 local function init_options()

@@ -47,10 +47,6 @@ function M.get(id)
   return registry[id]
 end
 
-function M.all()
-  return vim.tbl_values(registry)
-end
-
 --- The conversation the user works with: the last one shown or used.
 function M.last()
   if last_active and registry[last_active.id] == last_active then
