@@ -25,8 +25,11 @@ end
 if #missing == 0 then
   H.check("lists nothing as unsupported", not report:find("not supported by this openvaala-lsp", 1, true), report)
 end
-if type(server.info.sandbox) == "table" then
-  H.check("reports the sandbox", report:find("sandbox: ", 1, true), report)
+local agent_sandbox = vim.iter(H.request("listAgents").agents):any(function(a)
+  return type(a.sandbox) == "table"
+end)
+if type(server.info.sandbox) == "table" or agent_sandbox then
+  H.check("reports the sandbox", report:find("sandbox ", 1, true) or report:find("sandbox: ", 1, true), report)
 else
   H.check("says the server reports no sandbox", report:find("the server reports no sandbox state", 1, true), report)
 end

@@ -121,20 +121,36 @@ local function check_models(server)
   end
 end
 
+local function describe_sandbox(sandbox)
+  local mode = sandbox.state or sandbox.mode or "?"
+  local network = sandbox.network ~= nil and (", network " .. (sandbox.network and "on" or "off")) or ""
+  return mode .. network
+end
+
+--- The sandbox, as the server reports it: in its capabilities (`sandbox`) or per agent.
 local function check_sandbox(server)
   local health = vim.health
+  local reported = false
   local sandbox = server.info.sandbox
-  if type(sandbox) ~= "table" then
-    health.info("the server reports no sandbox state (`openvaala doctor` shows what is configured)")
-    return
+  if type(sandbox) == "table" then
+    reported = true
+    if sandbox.available == false or sandbox.mode == "off" or sandbox.state == "off" then
+      health.warn("sandbox: " .. describe_sandbox(sandbox), {
+        sandbox.message or "Shell commands run without a sandbox: see `openvaala doctor`",
+      })
+    else
+      health.ok("sandbox: " .. describe_sandbox(sandbox))
+    end
   end
-  local state = sandbox.state or sandbox.mode or vim.inspect(sandbox)
-  if sandbox.available == false or state == "off" then
-    health.warn(("sandbox: %s"):format(state), {
-      sandbox.message or "Shell commands run without a sandbox: see `openvaala doctor`",
-    })
-  else
-    health.ok(("sandbox: %s%s"):format(state, sandbox.network ~= nil and (", network " .. (sandbox.network and "on" or "off")) or ""))
+  local listed = call(server, "listAgents")
+  for _, agent in ipairs(listed and listed.agents or {}) do
+    if type(agent.sandbox) == "table" then
+      reported = true
+      health.info(("agent %s: sandbox %s"):format(agent.name, describe_sandbox(agent.sandbox)))
+    end
+  end
+  if not reported then
+    health.info("the server reports no sandbox state (`openvaala doctor` shows what is configured)")
   end
 end
 
