@@ -166,6 +166,12 @@ local conversation_handlers = {
       conv:set_info(e.info)
     end
   end,
+  sessionAdded = function(conv, e)
+    local session = e.session or {}
+    if session.parentSessionId then
+      conv:notice("info", ("sub-agent %s started"):format(session.agentName or "?"))
+    end
+  end,
   conversationUpdated = function(conv, e)
     conv:set_record(e.conversation)
   end,
