@@ -43,10 +43,6 @@ local last_active
 
 local MAX_NOTICES = 5
 
-function M.get(id)
-  return registry[id]
-end
-
 --- The conversation the user works with: the last one shown or used.
 function M.last()
   if last_active and registry[last_active.id] == last_active then
@@ -80,8 +76,7 @@ function M.of(server, id, record)
       notices = {},
       status = "loading",
       listeners = {},
-      subs = {},
-      queue = {},
+      subs = {}, -- conversation / session: {id, seq, loading, queue}
     }, Conversation)
     registry[id] = conv
   end
