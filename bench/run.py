@@ -244,6 +244,26 @@ async def bench_turns(root: Path, args: list[str], quick: bool) -> None:
         # from the last byte of the response asking for the tool to the next request reaching the model:
         # stream end, tool run, results saved, next request built and sent
         report("tool round-trip gap (model sees the result)", statistics.median(gaps), "ms", "tool_gap_ms")
+
+        # the same for a shell command, in the sandbox (the default) and with it off
+        for mode in ("workspace-write", "off"):
+            agent = {"name": "default", "sandbox": {"mode": mode}}
+            await lsp.call("setDefinitions", model_definitions(server) | {"agents": [agent]})
+            gaps = []
+            for _ in range(runs):
+                server.enqueue(
+                    "openai-chat",
+                    ChatStream()
+                    .tool_call("c1", "shell", [json.dumps({"command": "echo bench-tool-ok"})])
+                    .finish()
+                    .response(),
+                    ChatStream().text("ran it").finish().response(),
+                )
+                await turns.run("run it")
+                asked, followed = server.requests_for("openai-chat")[-2:]
+                assert asked.finished_at is not None
+                gaps.append((followed.received_at - asked.finished_at) * 1000)
+            report(f"shell tool gap, sandbox {mode}", statistics.median(gaps), "ms", "tool_gap_ms")
     finally:
         await lsp.shutdown()
         server.stop_thread()

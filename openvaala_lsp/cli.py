@@ -19,23 +19,6 @@ if TYPE_CHECKING:
     import argparse
 
 
-def configure_logging(level: str, log_file: str | None) -> None:
-    import logging
-
-    handler: logging.Handler = logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.addHandler(handler)
-    root.setLevel(level)
-    if level != "DEBUG":
-        # pygls logs every message body at INFO and every answered error with a traceback
-        logging.getLogger("pygls").setLevel(logging.WARNING)
-        logging.getLogger("pygls.protocol.json_rpc").setLevel(logging.CRITICAL)
-        # HTTP clients log every request at INFO (model calls, MCP over HTTP)
-        for name in ("httpx", "httpx2", "httpcore", "httpcore2"):
-            logging.getLogger(name).setLevel(logging.WARNING)
-
-
 def _parser() -> argparse.ArgumentParser:
     import argparse
 
@@ -54,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     # editors start us without arguments: argparse's import would cost ~10 ms of every start
     options = _parser().parse_args(args) if args else None
     if os.environ.get(STANDALONE_ENV) == "1" or (options is not None and options.standalone):
+        from openvaala_lsp.logs import configure_logging
+
         configure_logging(options.log_level if options else "WARNING", options.log_file if options else None)
         from openvaala_lsp.server import stdio
 

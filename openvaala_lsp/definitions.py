@@ -3,6 +3,8 @@ hooks, MCP servers and skills. `setDefinitions` carries them; config files hold 
 
 from __future__ import annotations
 
+import enum
+
 import attrs
 
 from openvaala_lsp.model import ModelRef
@@ -55,6 +57,36 @@ def embedded_model() -> ModelDefinition:
     )
 
 
+class PermissionDecision(enum.StrEnum):
+    ASK = "ask"  # wait for a client's answerApproval
+    ALLOW = "allow"
+    DENY = "deny"
+
+
+@attrs.define(kw_only=True)
+class Permissions:
+    """Whether a tool call runs at once, waits for approval, or is refused. `tools` maps a tool name
+    or glob (`mcp__*`) to a decision; the exact name wins over a glob, a longer glob over a shorter.
+    Without a rule, `default`; without one, the runtime's defaults (see `runtime/permissions.py`)."""
+
+    default: PermissionDecision | None = None
+    tools: dict[str, PermissionDecision] | None = None
+
+
+class SandboxMode(enum.StrEnum):
+    WORKSPACE_WRITE = "workspace-write"  # read everything, write the workspace folders and a private /tmp
+    READ_ONLY = "read-only"  # write nothing but a private /tmp
+    OFF = "off"  # no sandbox: the user's full rights
+
+
+@attrs.define(kw_only=True)
+class Sandbox:
+    """What the shell tool's processes may touch (bubblewrap on Linux)."""
+
+    mode: SandboxMode = SandboxMode.WORKSPACE_WRITE
+    network: bool = False
+
+
 @attrs.define(kw_only=True)
 class AgentDefinition:
     name: str
@@ -64,6 +96,11 @@ class AgentDefinition:
     tools: list[str] | None = None
     skills: list[str] | None = None
     mcp_servers: list[str] | None = None
+    sub_agents: list[str] | None = None  # agents this one may hand a task to (the `subagent` tool)
+    title_model: ModelRef | None = None  # the model that titles its conversations (default: the session's)
+    titles: bool = True  # whether its conversations get a title after the first exchange
+    permissions: Permissions | None = None
+    sandbox: Sandbox | None = None
 
 
 @attrs.define(kw_only=True)

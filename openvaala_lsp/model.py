@@ -57,6 +57,7 @@ class ItemType(enum.StrEnum):
 class ItemStatus(enum.StrEnum):
     PENDING = "pending"
     STREAMING = "streaming"
+    AWAITING_APPROVAL = "awaitingApproval"  # a tool call waiting for answerApproval
     COMPLETED = "completed"
     WITHDRAWN = "withdrawn"
     INTERRUPTED = "interrupted"
@@ -73,6 +74,18 @@ class ContextUsageSource(enum.StrEnum):
     ACTUAL = "actual"
     ESTIMATED = "estimated"
     UNKNOWN = "unknown"
+
+
+class CompactionTrigger(enum.StrEnum):
+    MANUAL = "manual"  # compactContext
+    AUTO = "auto"  # the next request would pass the threshold
+    OVERFLOW = "overflow"  # the provider said the context was too long
+
+
+class ModelCallPurpose(enum.StrEnum):
+    TURN = "turn"
+    COMPACTION = "compaction"
+    TITLE = "title"
 
 
 class SessionInputMode(enum.StrEnum):
@@ -133,6 +146,16 @@ class ForkedFrom:
 
 
 @attrs.define(kw_only=True)
+class AlwaysAllowed:
+    """A tool the user allowed for the rest of the conversation (`allowAlways`); for the shell, the
+    commands that start with `commandPrefix`."""
+
+    tool: str
+    command_prefix: str | None = None
+    outside_sandbox: bool = False  # remembered for a command run outside the sandbox
+
+
+@attrs.define(kw_only=True)
 class Conversation:
     id: ConversationId
     title: str = ""
@@ -144,6 +167,7 @@ class Conversation:
     executor_settings: ExecutorSettings = attrs.Factory(ExecutorSettings)
     model: ModelSelection | None = None
     forked_from: ForkedFrom | None = None
+    always_allowed: list[AlwaysAllowed] = attrs.Factory(list)
 
 
 @attrs.define(kw_only=True)
@@ -212,6 +236,7 @@ class Address:
     kind: AddressKind
     session_id: SessionId | None = None
     name: str | None = None
+    client_id: str | None = None  # kind client: the connection's clientId (name is its clientName)
 
 
 @attrs.define(kw_only=True)
@@ -229,6 +254,20 @@ class ToolResult:
 
 
 @attrs.define(kw_only=True)
+class Compaction:
+    """What a `compaction` item did to the model's context (the log keeps everything for people).
+    `summarized`: the items before it left the context, and its text (a hand-off summary and the recent
+    user messages verbatim) stands in for them. `prunedItemIds`: tool results whose output left the
+    context (their calls stay). Tokens are the context's estimate before and after."""
+
+    trigger: CompactionTrigger
+    summarized: bool
+    pruned_item_ids: list[ItemId] = attrs.Factory(list)
+    tokens_before: int = 0
+    tokens_after: int = 0
+
+
+@attrs.define(kw_only=True)
 class Item:
     id: ItemId
     conversation_id: ConversationId
@@ -243,6 +282,7 @@ class Item:
     tool_result: ToolResult | None = None
     # opaque data a provider needs back in the next request (signed thinking, encrypted reasoning)
     provider_data: list[dict[str, Any]] | None = None
+    compaction: Compaction | None = None  # on `compaction` items
 
 
 @attrs.define(kw_only=True)
@@ -268,6 +308,7 @@ class ModelCall:
     usage_estimated: bool = False
     workspace: str | None = None
     error: str | None = None
+    purpose: ModelCallPurpose = ModelCallPurpose.TURN
 
 
 @attrs.define(kw_only=True)

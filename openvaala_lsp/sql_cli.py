@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -23,8 +24,8 @@ from openvaala_lsp.front.connect import FrontError, HostLink, reach_or_hold
 from openvaala_lsp.front.rundir import UnsafeRunDir, ensure_private, run_dir
 from openvaala_lsp.front.wire import front_hello
 from openvaala_lsp.lsp_peer import LspPeer, PeerError
+from openvaala_lsp.protocol import api
 from openvaala_lsp.protocol.converter import ParamsError, structure
-from openvaala_lsp.runtime import api
 
 MAX_CELL = 40
 CLIENT_NAME = "openvaala sql"
@@ -104,7 +105,11 @@ def main(sql: str, limit: int | None = None) -> int:
         return 1
     except KeyboardInterrupt:  # the query was interrupted on the way out
         return 130
-    print(render_table(result))
+    try:
+        print(render_table(result), flush=True)
+    except BrokenPipeError:  # `openvaala sql ... | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 0
     if result["truncated"]:
         count = len(result["rows"])
         print(f"(the first {count} rows; more exist: narrow the query or raise --limit)", file=sys.stderr)

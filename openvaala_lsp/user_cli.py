@@ -23,8 +23,8 @@ from openvaala_lsp import __version__, paths, sql_cli
 from openvaala_lsp.config import trust
 from openvaala_lsp.definitions import embedded_model
 from openvaala_lsp.lsp_peer import LspPeer
+from openvaala_lsp.protocol import api
 from openvaala_lsp.protocol.converter import unstructure
-from openvaala_lsp.runtime import api
 from openvaala_lsp.setup import commands as setup_commands
 
 DEMO_AGENT = {

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -28,6 +29,18 @@ def workspace(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def two_roots(tmp_path: Path) -> tuple[Path, Path]:
+    """Two workspace folders; `app` holds a symlink out of both and one into `lib`."""
+    app, lib = tmp_path / "app", tmp_path / "lib"
+    (app / "src").mkdir(parents=True)
+    (lib / "core" / "deep").mkdir(parents=True)
+    (tmp_path / "outside").mkdir()
+    os.symlink(tmp_path / "outside", app / "escape")
+    os.symlink(lib / "core", app / "to-lib-core")
+    return app, lib
+
+
+@pytest.fixture
 async def client(home: Path, workspace: Path) -> AsyncIterator[LspClient]:
     """The real openvaala-lsp process, initialized with one workspace folder."""
     lsp = await LspClient.spawn(home, cwd=workspace)
@@ -44,6 +57,14 @@ def provider() -> Iterator[FakeProviderServer]:
         yield server
     finally:
         server.stop_thread()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests under tests/e2e drive real processes: marked `e2e`, so `-m "not e2e"` is the fast set."""
+    e2e = Path(__file__).parent / "e2e"
+    for item in items:
+        if e2e in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.e2e)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -36,6 +36,8 @@ from typing import Any, ClassVar, Self
 import attrs
 import pytest
 
+from openvaala_lsp.runtime.titles import TITLE_INSTRUCTIONS
+
 ROUTES = {
     "openai-chat": "/v1/chat/completions",
     "openai-responses": "/v1/responses",
@@ -77,7 +79,14 @@ class RecordedRequest:
     outcome: str = "pending"
     finished: threading.Event = attrs.Factory(threading.Event)
     received_at: float = attrs.Factory(time.monotonic)  # when the request was read (for benchmarks)
+    title: bool = False  # the runtime asking for a conversation's title
     finished_at: float | None = None
+
+
+def is_title_request(body: Any) -> bool:
+    """Whether a request is the runtime's title call (its instructions are the title prompt), in any dialect."""
+    text = json.dumps(body)[:2000] if body is not None else ""
+    return TITLE_INSTRUCTIONS[:60] in text
 
 
 def _api_of(api_or_path: str) -> str:
@@ -97,6 +106,7 @@ class FakeProviderServer:
         self._connections: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
         self._thread: threading.Thread | None = None
         self._thread_loop: asyncio.AbstractEventLoop | None = None
+        self.title_text = "A scripted title"
 
     # Lifecycle.
 
@@ -192,8 +202,23 @@ class FakeProviderServer:
 
     @property
     def requests(self) -> list[RecordedRequest]:
+        """What the runtime asked, but for titles (see `titles`): a test scripts turns, not titles."""
         with self._lock:
-            return list(self._requests)
+            return [request for request in self._requests if not request.title]
+
+    @property
+    def titles(self) -> list[RecordedRequest]:
+        with self._lock:
+            return [request for request in self._requests if request.title]
+
+    def title_response(self, path: str) -> ScriptedResponse:
+        """What a title request gets: `title_text` (set it to script the title), streamed in the route's
+        dialect. Title requests never take a scripted turn response."""
+        api = next((name for name, route in ROUTES.items() if route == path), None)
+        if api is None:
+            return json_response(404, {"error": {"message": f"fake server: no route {path}", "type": "not_found"}})
+        response: ScriptedResponse = stream_script(api).text(self.title_text).finish().response()
+        return response
 
     def requests_for(self, api_or_path: str) -> list[RecordedRequest]:
         path = _api_of(api_or_path)
@@ -232,9 +257,10 @@ class FakeProviderServer:
                 if request is None:
                     break
                 request.connection = number
+                request.title = is_title_request(request.json)
                 with self._lock:
                     self._requests.append(request)
-                response = self._next_response(request.path)
+                response = self.title_response(request.path) if request.title else self._next_response(request.path)
                 keep_alive = await self._respond(connection, request, response)
                 if not keep_alive:
                     break

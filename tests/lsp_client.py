@@ -38,7 +38,8 @@ class LspClient:
         self._ids = itertools.count(1)
         self._pending: dict[Any, asyncio.Future[Any]] = {}
         self.notifications: list[dict[str, Any]] = []
-        self.responses: list[dict[str, Any]] = []  # every response, also those no request waits for
+        self.responses: list[dict[str, Any]] = []
+        self.initialized: Any = None  # the initialize result  # every response, also those no request waits for
         self._notified = asyncio.Condition()
         self.handlers: dict[str, Callable[[Any], Any]] = {
             "workspace/workspaceFolders": lambda params: None,
@@ -127,6 +128,7 @@ class LspClient:
         if root is not None:
             params["rootUri"] = root.as_uri()
         result = await self.request("initialize", params)
+        self.initialized = result
         await self.notify("initialized", {})
         return result
 

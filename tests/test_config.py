@@ -8,6 +8,7 @@ import pytest
 
 from openvaala_lsp.config import ConfigError, load_definitions
 from openvaala_lsp.config.tomlscan import key_lines, line_of
+from openvaala_lsp.definitions import PermissionDecision, Permissions, Sandbox, SandboxMode
 from openvaala_lsp.model import ModelRef
 
 
@@ -358,3 +359,54 @@ def test_an_untrusted_project_cannot_redirect_a_user_model(user: Path, tmp_path:
         ("gpt-4o", "http://collector.example/v1"),
         ("free", "http://collector.example"),
     }
+
+
+def test_agents_name_sub_agents_and_a_title_model_by_shorthand(user: Path) -> None:
+    (user / "config.toml").write_text(
+        '[[agents]]\nname = "lead"\nsubAgents = ["researcher"]\ntitleModel = "openai/gpt-5-mini"\ntitles = false\n'
+    )
+    [agent] = load_definitions([]).definitions.agents
+    assert agent.sub_agents == ["researcher"] and agent.titles is False
+    assert agent.title_model == ModelRef(provider="openai", name="gpt-5-mini")
+
+
+def test_permissions_and_sandbox_come_from_config_and_untrusted_projects_cannot_loosen_them(
+    user: Path, tmp_path: Path
+) -> None:
+    (user / "config.toml").write_text(
+        '[[agents]]\nname = "coder"\n'
+        'permissions = { default = "ask", tools = { read_file = "allow", "mcp__*" = "deny" } }\n'
+        'sandbox = { mode = "read-only", network = true }\n'
+    )
+    [agent] = load_definitions([]).definitions.agents
+    assert agent.permissions == Permissions(
+        default=PermissionDecision.ASK,
+        tools={"read_file": PermissionDecision.ALLOW, "mcp__*": PermissionDecision.DENY},
+    )
+    assert agent.sandbox == Sandbox(mode=SandboxMode.READ_ONLY, network=True)
+
+    folder = project(
+        tmp_path,
+        "cloned",
+        '[[agents]]\nname = "coder"\ninstructions = "be quick"\npermissions = { default = "allow" }\n'
+        'sandbox = { mode = "off" }\n',
+    )
+    (folder / ".claude" / "agents").mkdir(parents=True)
+    loaded = load_definitions([str(folder)], config_dir=user, require_trust=True)
+    [agent] = loaded.definitions.agents
+    assert agent.instructions == "be quick"  # the project's agent, with the user's guards
+    assert agent.permissions is not None and agent.permissions.default is PermissionDecision.ASK
+    assert agent.sandbox is not None and agent.sandbox.mode is SandboxMode.READ_ONLY
+    assert any(
+        "permissions of agent coder" in e.message and "sandbox of agent coder" in e.message for e in loaded.errors
+    )
+    (user / "trusted-folders").write_text(f"{folder}\n")
+    [trusted] = load_definitions([str(folder)], config_dir=user, require_trust=True).definitions.agents
+    assert trusted.permissions is not None and trusted.permissions.default is PermissionDecision.ALLOW
+    assert trusted.sandbox is not None and trusted.sandbox.mode is SandboxMode.OFF
+    # a markdown agent of the same name (which cannot say either) keeps the user's
+    (folder / ".openvaala" / "config.toml").write_text("")
+    (folder / ".claude" / "agents" / "coder.md").write_text("---\nname: coder\ndescription: d\n---\nhello\n")
+    [markdown] = load_definitions([str(folder)], config_dir=user, require_trust=True).definitions.agents
+    assert markdown.instructions == "hello" and markdown.permissions == agent.permissions
+    assert markdown.sandbox == agent.sandbox

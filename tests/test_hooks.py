@@ -93,17 +93,30 @@ async def test_json_allow_updated_input_and_context(tmp_path: Path) -> None:
     assert outcome.system_messages == ["careful"]
 
 
-async def test_json_deny_and_ask_block(tmp_path: Path) -> None:
-    deny = {"hookSpecificOutput": {"permissionDecision": "deny", "permissionDecisionReason": "no rm -rf"}}
-    ask = {"hookSpecificOutput": {"permissionDecision": "ask", "permissionDecisionReason": "touches prod"}}
+def permission(decision: str, reason: str | None = None) -> dict[str, Any]:
+    specific = {"permissionDecision": decision} | ({"permissionDecisionReason": reason} if reason else {})
+    return {"hookSpecificOutput": specific}
+
+
+async def test_json_deny_blocks_and_ask_asks(tmp_path: Path) -> None:
+    deny, ask = permission("deny", "no rm -rf"), permission("ask", "touches prod")
     runner = HookRunner([printing(tmp_path, "deny", deny), printing(tmp_path, "ask", ask)])
     outcome = await run(runner, "preToolUse", tmp_path, match="shell")
-    assert outcome.blocked
-    assert outcome.reason == (
-        "no rm -rf\n\nhook 'ask' asked for the user's approval, which openvaala cannot request yet, "
-        "so the call was denied: touches prod"
-    )
+    assert outcome.blocked and outcome.reason == "no rm -rf"  # a deny outweighs an ask
+    assert outcome.permission == "ask" and outcome.ask_reason == "touches prod"
     assert outcome.errors == []
+
+
+async def test_ask_outweighs_allow_in_any_order(tmp_path: Path) -> None:
+    for first, second in (("allow", "ask"), ("ask", "allow")):
+        runner = HookRunner(
+            [printing(tmp_path, first, permission(first)), printing(tmp_path, second, permission(second))]
+        )
+        outcome = await run(runner, "preToolUse", tmp_path, match="shell")
+        assert not outcome.blocked and outcome.permission == "ask"
+        assert outcome.ask_reason == "hook 'ask' asks for the user's approval"
+    alone = await run(HookRunner([printing(tmp_path, "allow", permission("allow"))]), "preToolUse", tmp_path)
+    assert alone.permission == "allow" and alone.ask_reason is None and not alone.blocked
 
 
 async def test_decision_block_and_continue_false(tmp_path: Path) -> None:

@@ -13,9 +13,8 @@ import pytest
 from jsonschema import Draft202012Validator, FormatChecker
 
 from openvaala_lsp import model
-from openvaala_lsp.protocol import converter, methods, schema
-from openvaala_lsp.protocol.errors import CODES
-from openvaala_lsp.runtime import api, events
+from openvaala_lsp.protocol import api, converter, events, methods, schema
+from openvaala_lsp.protocol.codes import CODES
 
 REPO = Path(__file__).resolve().parents[1]
 PROTOCOL_MD = REPO.parent / "shared" / "spec" / "PROTOCOL.md"
@@ -215,6 +214,26 @@ SESSION_EVENTS: list[Any] = [
     events.ContextUsageUpdated(context=model.ContextUsage(source=model.ContextUsageSource.ACTUAL, tokens=5, window=9)),
     events.UsageUpdated(usage=model.TokenUsage(input_tokens=3, total_tokens=3)),
     events.ErrorEvent(error=model.ErrorInfo(kind="providerError", message="rate limited")),
+    events.CompactionStarted(turn_id="turn_1"),
+    events.CompactionCompleted(
+        turn_id="turn_1",
+        before=model.ContextUsage(source=model.ContextUsageSource.ACTUAL, tokens=90, window=100),
+        after=model.ContextUsage(source=model.ContextUsageSource.ESTIMATED, tokens=20, window=100),
+    ),
+    events.ApprovalRequested(
+        item_id="item_2",
+        approval=api.ApprovalRequest(
+            tool="shell",
+            arguments={"command": "curl -s example.org", "outside_sandbox": True},
+            reason="runs outside the sandbox: needs the network",
+            command="curl -s example.org",
+        ),
+    ),
+    events.ApprovalResolved(
+        item_id="item_2",
+        decision=api.ApprovalDecision.ALLOW_ONCE,
+        by=model.Address(kind=model.AddressKind.CLIENT, name="vscode"),
+    ),
 ]
 
 

@@ -211,7 +211,7 @@ async def test_limit_caps_rows_and_truncated_says_more_existed(storage: DuckDBSt
     many = await storage.query("SELECT * FROM range(2500)", [], 2400)  # across several fetches
     assert [r[0] for r in many.rows] == list(range(2400)) and many.truncated is True
     empty = await storage.query("SELECT * FROM conversations WHERE false", [], 1)
-    assert empty.rows == [] and empty.truncated is False and len(empty.columns) == 16
+    assert empty.rows == [] and empty.truncated is False and len(empty.columns) == 17
 
 
 def test_a_result_over_the_byte_budget_is_truncated_but_never_empty() -> None:

@@ -33,6 +33,17 @@ def definitions(server: FakeProviderServer) -> dict[str, Any]:
     }
 
 
+def write_user_config(home: Path, server: FakeProviderServer, extra: str = "") -> None:
+    (home / "config.toml").write_text(
+        "[[models]]\n"
+        'ref = "fake/fake-model"\n'
+        'api = "openai-chat"\n'
+        f'baseUrl = "{server.base_url("openai-chat")}"\n'
+        'apiKeyEnv = "FAKE_API_KEY"\n'
+        "contextWindow = 8000\n" + extra
+    )
+
+
 async def start(home: Path, workspace: Path, server: FakeProviderServer, args: list[str] | None = None) -> LspClient:
     lsp = await LspClient.spawn(home, cwd=workspace, env={"FAKE_API_KEY": API_KEY}, args=args)
     await lsp.initialize([workspace], options={"eventBatchMs": 2})
@@ -95,3 +106,11 @@ class Session:
 
 def text_of(item: dict[str, Any]) -> str:
     return "".join(part.get("text", "") for part in item.get("content", []))
+
+
+async def query(lsp: Any, sql: str, *parameters: Any, **extra: Any) -> dict[str, Any]:
+    params: dict[str, Any] = {"sql": sql, **extra}
+    if parameters:
+        params["parameters"] = list(parameters)
+    result: dict[str, Any] = await lsp.call("query", params)
+    return result

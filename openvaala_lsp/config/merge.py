@@ -1,5 +1,7 @@
 """Merging definitions from several sources: a later definition with the same key replaces the
-earlier one entirely, and keeps the earlier one's place (order of first appearance)."""
+earlier one entirely, and keeps the earlier one's place (order of first appearance). One exception:
+an agent that sets no `permissions` or `sandbox` keeps the earlier one's, so a project's agent (or
+a markdown agent) of the same name never loosens what the user set for it without saying so."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from typing import Any
 
 import attrs
 
-from openvaala_lsp.definitions import Definitions
+from openvaala_lsp.definitions import AgentDefinition, Definitions
 from openvaala_lsp.protocol.converter import wire_name
 
 # per list of `Definitions`, what makes two entries "the same"; everything else is keyed by name
@@ -30,9 +32,21 @@ def merge_definitions(layers: Iterable[Definitions]) -> Definitions:
         by_key: dict[str, Any] = {}
         for layer in layers:
             for entry in getattr(layer, field.name):
-                by_key[key_of(wire_name(field.name), entry)] = entry
+                key = key_of(wire_name(field.name), entry)
+                earlier = by_key.get(key)
+                if field.name == "agents" and earlier is not None:
+                    entry = _keep_guards(earlier, entry)
+                by_key[key] = entry
         setattr(merged, field.name, list(by_key.values()))
     return merged
+
+
+def _keep_guards(earlier: AgentDefinition, later: AgentDefinition) -> AgentDefinition:
+    return attrs.evolve(
+        later,
+        permissions=later.permissions if later.permissions is not None else earlier.permissions,
+        sandbox=later.sandbox if later.sandbox is not None else earlier.sandbox,
+    )
 
 
 def raw_key(list_key: str, entry: Any) -> str | None:

@@ -1,13 +1,16 @@
 """Trusted workspace folders. A project's `.openvaala/config.toml` comes with the repository, so an
 untrusted one may not run commands (hooks, MCP servers), choose executors, or decide where prompts go:
 it may neither add a model nor change one the user defined (a model with the user's `ref` but the
-project's `baseUrl` would receive every prompt, key or no key). The user trusts a folder with
+project's `baseUrl` would receive every prompt, key or no key), nor set an agent's permissions or
+sandbox (a repository could otherwise let its agent run anything unasked). The user trusts a folder with
 `openvaala trust`, which adds it to the `trusted-folders` file of the user configuration."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+import attrs
 
 from openvaala_lsp.definitions import Definitions
 
@@ -51,4 +54,8 @@ def untrusted_view(definitions: Definitions) -> tuple[Definitions, list[str]]:
     refused += [f"MCP server {s.name}" for s in definitions.mcp_servers]
     refused += [f"executor {e.id}" for e in definitions.executors]
     refused += [f"model {m.ref.provider}/{m.ref.name}" for m in definitions.models]
-    return Definitions(agents=definitions.agents, skills=definitions.skills), refused
+    # what an agent may do unasked is the user's to loosen: the user's own rules for it stay
+    refused += [f"permissions of agent {a.name}" for a in definitions.agents if a.permissions is not None]
+    refused += [f"sandbox of agent {a.name}" for a in definitions.agents if a.sandbox is not None]
+    agents = [attrs.evolve(agent, permissions=None, sandbox=None) for agent in definitions.agents]
+    return Definitions(agents=agents, skills=definitions.skills), refused

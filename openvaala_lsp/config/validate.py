@@ -27,7 +27,7 @@ CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
     ("executors", "kind"): ("local",),
 }
 # where a ModelRef may be written as "provider/name"
-MODEL_REFS = (("models", "ref"), ("agents", "defaultModel"))
+MODEL_REFS = (("models", "ref"), ("agents", "defaultModel"), ("agents", "titleModel"))
 
 
 def list_keys() -> list[str]:

@@ -7,8 +7,8 @@ are ignored, `hookEventName` is not checked); other stdout is context on userPro
 sessionStart only. Exit 2: blocks with stderr as the reason; stdout is ignored. Any other exit,
 a signal, a timeout or unreadable JSON: reported in `errors`, never blocking.
 
-`permissionDecision: "ask"` denies: openvaala has no approval prompt yet, and running a call a
-hook wanted a human to approve would be the unsafe reading.
+`permissionDecision`: "deny" blocks the call; "ask" sends it to the user for approval (the same path
+as an agent's `ask` permission); "allow" runs it without asking, past the agent's permissions.
 """
 
 from __future__ import annotations
@@ -63,13 +63,12 @@ def _permission(reader: _Reader, specific: dict[str, Any]) -> None:
     if decision == "deny":
         outcome.blocked = True
         outcome.reason = cap(reason or f"denied by hook '{reader.name}'")
+    elif decision == "allow":
+        outcome.permission = "allow"
     elif decision == "ask":
-        outcome.blocked = True
-        outcome.reason = cap(
-            f"hook '{reader.name}' asked for the user's approval, which openvaala cannot request yet, "
-            "so the call was denied" + (f": {reason}" if reason else "")
-        )
-    elif decision not in (None, "allow"):
+        outcome.permission = "ask"
+        outcome.ask_reason = cap(reason or f"hook '{reader.name}' asks for the user's approval")
+    elif decision is not None:
         outcome.errors.append(f"hook '{reader.name}': unknown permissionDecision '{decision}'; ignored")
     updated = reader.get(specific, "updatedInput", dict, "hookSpecificOutput.")
     if updated is not None:

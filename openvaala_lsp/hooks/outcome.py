@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -33,6 +33,9 @@ class HookOutcome:
     stop_reason: str | None = None  # for the user
     updated_input: dict[str, Any] | None = None  # preToolUse: the tool input to use instead
     system_messages: list[str] = attrs.Factory(list)  # `systemMessage`: warnings for the user
+    # preToolUse: "ask" (the user approves first) or "allow" (no asking); a deny is `blocked`
+    permission: Literal["ask", "allow"] | None = None
+    ask_reason: str | None = None  # why a hook asks, shown to the user
 
 
 def merge_outcomes(outcomes: Sequence[HookOutcome]) -> HookOutcome:
@@ -42,6 +45,7 @@ def merge_outcomes(outcomes: Sequence[HookOutcome]) -> HookOutcome:
     merged = HookOutcome()
     reasons: list[str] = []
     stop_reasons: list[str] = []
+    asks: list[str] = []
     for outcome in outcomes:
         if outcome.blocked:
             merged.blocked = True
@@ -54,8 +58,14 @@ def merge_outcomes(outcomes: Sequence[HookOutcome]) -> HookOutcome:
         merged.system_messages.extend(outcome.system_messages)
         if outcome.updated_input is not None:
             merged.updated_input = outcome.updated_input
+        if outcome.permission == "ask" or (outcome.permission == "allow" and merged.permission is None):
+            merged.permission = outcome.permission  # one hook asking outweighs another allowing
+        if outcome.ask_reason:
+            asks.append(outcome.ask_reason)
     if reasons:
         merged.reason = "\n\n".join(reason for reason in reasons if reason)
+    if asks:
+        merged.ask_reason = "\n\n".join(asks)
     if stop_reasons:
         merged.stop_reason = "\n\n".join(reason for reason in stop_reasons if reason)
     return merged

@@ -15,12 +15,12 @@ import os
 import signal
 
 from openvaala_lsp import paths
-from openvaala_lsp.cli import configure_logging
 from openvaala_lsp.front import wire
 from openvaala_lsp.front.rundir import RunDir, UnsafeRunDir, check_private, peer_credentials
 from openvaala_lsp.host import hello
+from openvaala_lsp.logs import configure_logging
 from openvaala_lsp.model import WorkspaceFolder
-from openvaala_lsp.runtime.api import NoParams
+from openvaala_lsp.protocol.api import IsIdleParams
 from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.core import Runtime
 from openvaala_lsp.server.connection import Connection
@@ -226,4 +226,4 @@ class Host:
         if self.runtime.exception():
             return True  # it never started: nothing to wait for
         runtime = self.runtime.result()
-        return runtime.stopped or (await runtime.is_idle(self.self_client, NoParams())).idle
+        return runtime.stopped or (await runtime.is_idle(self.self_client, IsIdleParams())).idle

@@ -9,10 +9,9 @@ from collections.abc import Callable, Mapping
 
 from openvaala_lsp.definitions import MCPServerDefinition
 from openvaala_lsp.mcp.connection import DEFAULT_STARTUP_TIMEOUT, MCPServerConnection
-from openvaala_lsp.mcp.model import DEFAULT_TOOL_TIMEOUT, MCPToolSpec, Mode
+from openvaala_lsp.mcp.model import DEFAULT_TOOL_TIMEOUT, MCPServerInfo, MCPToolSpec, Mode
 from openvaala_lsp.mcp.names import unique_names
 from openvaala_lsp.mcp.tools import MCPTool
-from openvaala_lsp.runtime.api import MCPServerInfo
 from openvaala_lsp.tools.base import Tool
 
 logger = logging.getLogger(__name__)

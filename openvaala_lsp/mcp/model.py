@@ -69,3 +69,29 @@ class SessionLink(Protocol):
     async def stopping(self) -> None:
         """Returns once the connection is asked to close."""
         ...
+
+
+# What editors see of MCP servers (getMcpServers) and send of their own (setClientMcpServers)
+
+
+@attrs.define(kw_only=True)
+class MCPServerInfo:
+    name: str
+    transport: str
+    status: str  # "starting" | "ready" | "failed"
+    error: str | None = None
+    tools: list[str] = attrs.Factory(list)
+    client_id: str | None = None
+
+
+@attrs.define(kw_only=True)
+class ClientTool:
+    name: str
+    description: str = ""
+    input_schema: dict[str, Any] = attrs.Factory(lambda: {"type": "object", "properties": {}})
+
+
+@attrs.define(kw_only=True)
+class ClientMCPServer:
+    name: str
+    tools: list[ClientTool] = attrs.Factory(list)

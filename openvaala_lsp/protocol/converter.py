@@ -19,7 +19,7 @@ from cattrs.cols import is_mapping, is_sequence, list_structure_factory, mapping
 from cattrs.errors import AttributeValidationNote, IterableValidationNote
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
-from openvaala_lsp.runtime.errors import FieldError
+from openvaala_lsp.protocol.errors import FieldError
 
 T = TypeVar("T")
 

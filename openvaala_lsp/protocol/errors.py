@@ -1,37 +1,92 @@
-"""JSON-RPC error codes of PROTOCOL.md section 5, keyed by error kind."""
+"""Typed errors of the runtime API (the seed's sentinel errors plus a few more).
+
+The protocol layer maps `kind` to a JSON-RPC code; the runtime only raises these.
+"""
 
 from __future__ import annotations
 
-from openvaala_lsp import framing
-from openvaala_lsp.runtime import errors
+from openvaala_lsp.model import FieldError
 
-CODES: dict[str, int] = {
-    errors.ConversationNotFound.kind: -32010,
-    errors.ConversationNotOpen.kind: -32011,
-    errors.ConversationReconfigured.kind: -32012,
-    errors.NoModelConfigured.kind: -32013,
-    errors.RuntimeStopped.kind: -32014,
-    errors.SessionNotFound.kind: -32015,
-    errors.SubscriberTooSlow.kind: -32016,
-    errors.NotFound.kind: -32017,
-    errors.InvalidState.kind: -32018,
-    errors.WorkspaceDenied.kind: -32019,
-    errors.InvalidParams.kind: -32602,
-    **dict(
-        (
-            framing.PARSE_ERROR,
-            framing.INVALID_REQUEST,
-            framing.METHOD_NOT_FOUND,
-            framing.INTERNAL,
-            framing.REQUEST_CANCELLED,
-            framing.MESSAGE_TOO_LARGE,
-        )
-    ),
-    "serverNotInitialized": -32002,
-}
-KINDS: dict[int, str] = {code: kind for kind, code in CODES.items()}
+__all__ = ["FieldError"]  # defined with the domain types that validate with it
 
-METHOD_NOT_FOUND = CODES["methodNotFound"]
-INVALID_PARAMS = CODES["invalidParams"]
-INTERNAL_ERROR = CODES["internal"]
-SERVER_NOT_INITIALIZED = CODES["serverNotInitialized"]
+
+class RuntimeApiError(Exception):
+    kind = "internal"
+    default_message = "internal error"
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or self.default_message)
+        self.message = message or self.default_message
+
+
+class ConversationNotFound(RuntimeApiError):
+    kind = "conversationNotFound"
+    default_message = "conversation not found"
+
+
+class ConversationNotOpen(RuntimeApiError):
+    kind = "conversationNotOpen"
+    default_message = "conversation is not open"
+
+
+class ConversationReconfigured(RuntimeApiError):
+    kind = "conversationReconfigured"
+    default_message = "conversation reconfigured"
+
+
+class NoModelConfigured(RuntimeApiError):
+    kind = "noModelConfigured"
+    default_message = "no model is configured; run openvaala to set up a model provider"
+
+
+class RuntimeStopped(RuntimeApiError):
+    kind = "runtimeStopped"
+    default_message = "runtime has stopped"
+
+
+class SessionNotFound(RuntimeApiError):
+    kind = "sessionNotFound"
+    default_message = "session not found"
+
+
+class SubscriberTooSlow(RuntimeApiError):
+    kind = "subscriberTooSlow"
+    default_message = "subscriber is too slow"
+
+
+class NotFound(RuntimeApiError):
+    kind = "notFound"
+    default_message = "not found"
+
+
+class InvalidState(RuntimeApiError):
+    kind = "invalidState"
+    default_message = "invalid state"
+
+
+class WorkspaceDenied(RuntimeApiError):
+    kind = "workspaceDenied"
+    default_message = "directory is outside the workspace folders"
+
+
+class InvalidParams(RuntimeApiError):
+    """Semantically invalid input the type system cannot catch (an empty title, an oversized image).
+    The message ends with the field path, e.g. `image larger than 5 MiB @ $.content[0].data`."""
+
+    kind = "invalidParams"
+    default_message = "invalid params"
+
+
+ALL_ERRORS: tuple[type[RuntimeApiError], ...] = (
+    ConversationNotFound,
+    ConversationNotOpen,
+    ConversationReconfigured,
+    NoModelConfigured,
+    RuntimeStopped,
+    SessionNotFound,
+    SubscriberTooSlow,
+    NotFound,
+    InvalidState,
+    WorkspaceDenied,
+    InvalidParams,
+)

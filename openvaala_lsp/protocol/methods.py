@@ -21,8 +21,8 @@ from openvaala_lsp.model import (
     Session,
     Turn,
 )
-from openvaala_lsp.runtime import api
-from openvaala_lsp.runtime.events import ConversationEvent, SessionEvent
+from openvaala_lsp.protocol import api
+from openvaala_lsp.protocol.events import ConversationEvent, SessionEvent
 
 PREFIX = "openvaala/"
 
@@ -33,60 +33,61 @@ class RequestSpec:
     params: type
     result: Any
     runtime: str  # the runtime method's name
-    doc: str = ""
 
 
-def _request(name: str, params: type, result: Any, doc: str = "") -> RequestSpec:
+def _request(name: str, params: type, result: Any) -> RequestSpec:
     runtime = "".join("_" + c.lower() if c.isupper() else c for c in name)
-    return RequestSpec(PREFIX + name, params, result, runtime, doc)
+    return RequestSpec(PREFIX + name, params, result, runtime)
 
 
 REQUESTS: dict[str, RequestSpec] = {
     spec.method: spec
     for spec in (
-        _request("createConversation", api.CreateConversationRequest, Conversation),
-        _request("openConversation", api.OpenConversationRequest, Conversation),
-        _request("getConversation", api.GetConversationRequest, Conversation),
-        _request("isConversationOpen", api.GetConversationRequest, api.IsConversationOpenResult),
-        _request("listConversations", api.ListConversationsRequest, Page[ConversationListEntry, str]),
-        _request("deleteConversation", api.DeleteConversationRequest, api.Empty),
-        _request("forkConversation", api.ForkConversationRequest, Conversation),
-        _request("setConversationArchived", api.SetConversationArchivedRequest, Conversation),
-        _request("setConversationTitle", api.SetConversationTitleRequest, api.Empty),
-        _request("setConversationExecutorSettings", api.SetConversationExecutorSettingsRequest, Conversation),
-        _request("submitInput", api.SubmitInputRequest, api.SubmitInputResult),
-        _request("steerInput", api.SteerInputRequest, api.Empty),
-        _request("withdrawInput", api.WithdrawInputRequest, api.WithdrawInputResult),
-        _request("interruptTurn", api.InterruptTurnRequest, api.TurnIdResult),
-        _request("interruptTurnWithInput", api.InterruptTurnWithInputRequest, api.Empty),
-        _request("compactContext", api.CompactContextRequest, api.TurnIdResult),
-        _request("getTurns", api.GetTurnsRequest, api.GetTurnsResult),
-        _request("listTurns", api.ListTurnsRequest, Page[Turn, str]),
-        _request("listItems", api.ListItemsRequest, Page[LoggedItem, int]),
-        _request("listSessions", api.ListSessionsRequest, Page[Session, str]),
-        _request("getSessionById", api.GetSessionByIdRequest, Session),
-        _request("getSessionDetails", api.SessionRequest, api.SessionDetails),
-        _request("getSessionContextUsage", api.SessionRequest, api.SessionContextUsage),
-        _request("setSessionModel", api.SetSessionModelRequest, Session),
-        _request("subscribeConversation", api.SubscribeConversationRequest, api.SubscribeConversationResult),
-        _request("subscribeSession", api.SubscribeSessionRequest, api.SubscribeSessionResult),
-        _request("subscribeRunningConversations", api.NoParams, api.SubscribeRunningConversationsResult),
-        _request("unsubscribe", api.UnsubscribeRequest, api.Empty),
-        _request("listAgents", api.NoParams, api.ListAgentsResult),
-        _request("listModels", api.ListModelsRequest, api.ModelList),
-        _request("listExecutors", api.NoParams, api.ListExecutorsResult),
-        _request("getHooks", api.NoParams, api.GetHooksResult),
-        _request("getMcpServers", api.GetConversationRequest, api.GetMcpServersResult),
-        _request("setClientMcpServers", api.SetClientMcpServersRequest, api.Empty),
-        _request("getSkills", api.GetSkillsRequest, api.GetSkillsResult),
-        _request("setDefinitions", Definitions, api.SetDefinitionsResult),
-        _request("getWorkspaceDirectories", api.GetWorkspaceDirectoriesRequest, api.WorkspaceDirectories),
+        _request("createConversation", api.CreateConversationParams, Conversation),
+        _request("openConversation", api.OpenConversationParams, Conversation),
+        _request("getConversation", api.GetConversationParams, Conversation),
+        _request("isConversationOpen", api.IsConversationOpenParams, api.IsConversationOpenResult),
+        _request("listConversations", api.ListConversationsParams, Page[ConversationListEntry, str]),
+        _request("deleteConversation", api.DeleteConversationParams, api.EmptyResult),
+        _request("forkConversation", api.ForkConversationParams, Conversation),
+        _request("setConversationArchived", api.SetConversationArchivedParams, Conversation),
+        _request("setConversationTitle", api.SetConversationTitleParams, api.EmptyResult),
+        _request("setConversationExecutorSettings", api.SetConversationExecutorSettingsParams, Conversation),
+        _request("submitInput", api.SubmitInputParams, api.SubmitInputResult),
+        _request("steerInput", api.SteerInputParams, api.EmptyResult),
+        _request("withdrawInput", api.WithdrawInputParams, api.WithdrawInputResult),
+        _request("interruptTurn", api.InterruptTurnParams, api.InterruptTurnResult),
+        _request("interruptTurnWithInput", api.InterruptTurnWithInputParams, api.EmptyResult),
+        _request("compactContext", api.CompactContextParams, api.CompactContextResult),
+        _request("getTurns", api.GetTurnsParams, api.GetTurnsResult),
+        _request("listTurns", api.ListTurnsParams, Page[Turn, str]),
+        _request("listItems", api.ListItemsParams, Page[LoggedItem, int]),
+        _request("listSessions", api.ListSessionsParams, Page[Session, str]),
+        _request("getSessionById", api.GetSessionByIdParams, Session),
+        _request("getSessionDetails", api.GetSessionDetailsParams, api.SessionDetails),
+        _request("getSessionContextUsage", api.GetSessionContextUsageParams, api.SessionContextUsage),
+        _request("setSessionModel", api.SetSessionModelParams, Session),
+        _request("subscribeConversation", api.SubscribeConversationParams, api.SubscribeConversationResult),
+        _request("subscribeSession", api.SubscribeSessionParams, api.SubscribeSessionResult),
         _request(
-            "resolveWorkspaceDirectory", api.ResolveWorkspaceDirectoryRequest, api.ResolveWorkspaceDirectoryResult
+            "subscribeRunningConversations",
+            api.SubscribeRunningConversationsParams,
+            api.SubscribeRunningConversationsResult,
         ),
-        _request("openTerminalWorkspace", api.OpenTerminalWorkspaceRequest, api.TerminalWorkspace),
-        _request("isIdle", api.NoParams, api.IsIdleResult),
-        _request("answerApproval", api.AnswerApprovalParams, api.Empty),
+        _request("unsubscribe", api.UnsubscribeParams, api.EmptyResult),
+        _request("listAgents", api.ListAgentsParams, api.ListAgentsResult),
+        _request("listModels", api.ListModelsParams, api.ModelList),
+        _request("listExecutors", api.ListExecutorsParams, api.ListExecutorsResult),
+        _request("getHooks", api.GetHooksParams, api.GetHooksResult),
+        _request("getMcpServers", api.GetMcpServersParams, api.GetMcpServersResult),
+        _request("setClientMcpServers", api.SetClientMcpServersParams, api.EmptyResult),
+        _request("getSkills", api.GetSkillsParams, api.GetSkillsResult),
+        _request("setDefinitions", Definitions, api.SetDefinitionsResult),
+        _request("getWorkspaceDirectories", api.GetWorkspaceDirectoriesParams, api.WorkspaceDirectories),
+        _request("resolveWorkspaceDirectory", api.ResolveWorkspaceDirectoryParams, api.ResolveWorkspaceDirectoryResult),
+        _request("openTerminalWorkspace", api.OpenTerminalWorkspaceParams, api.TerminalWorkspace),
+        _request("isIdle", api.IsIdleParams, api.IsIdleResult),
+        _request("answerApproval", api.AnswerApprovalParams, api.EmptyResult),
         _request("query", api.QueryParams, api.QueryResult),
     )
 }

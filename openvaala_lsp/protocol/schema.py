@@ -28,11 +28,10 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_
 
 import attrs
 
-from openvaala_lsp.protocol import PROTOCOL_VERSION
+from openvaala_lsp.protocol import PROTOCOL_VERSION, api, errors, events
+from openvaala_lsp.protocol.codes import CODES
 from openvaala_lsp.protocol.converter import unstructure, wire_name
-from openvaala_lsp.protocol.errors import CODES
 from openvaala_lsp.protocol.methods import NOTIFICATIONS, PREFIX, REQUESTS, SERVER_REQUESTS
-from openvaala_lsp.runtime import api, errors, events
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SCHEMAS_DIR = Path(__file__).resolve().parents[2] / "schemas"
@@ -295,7 +294,6 @@ def generate() -> dict[str, str]:
         entry: dict[str, Any] = {"method": spec.method, "direction": direction, "kind": "request"}
         entry |= {"params": {"$ref": f"{folder}/{short}.params.json"}}
         entry |= {"result": {"$ref": f"{folder}/{short}.result.json"}}
-        entry |= {"documentation": spec.doc} if spec.doc else {}
         rows.append((entry, {"params": (spec.params, params_mode), "result": (spec.result, result_mode)}))
     for method, params in NOTIFICATIONS.items():
         short = method.removeprefix(PREFIX)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from openvaala_lsp.definitions import AgentDefinition, Definitions, ModelDefinition
-from openvaala_lsp.runtime import api
-from openvaala_lsp.runtime.errors import NotFound
+from openvaala_lsp.model import ModelSelection
+from openvaala_lsp.protocol import api
+from openvaala_lsp.protocol.errors import NotFound
 
 DEFAULT_AGENT = "default"
 LOCAL_EXECUTOR = "local"
@@ -14,6 +15,11 @@ LOCAL_EXECUTOR_DESCRIPTION = "runs tools as local processes in the conversation'
 def agents(definitions: Definitions) -> list[AgentDefinition]:
     """The configured agents, or the built-in default agent when none is configured."""
     return definitions.agents or [AgentDefinition(name=DEFAULT_AGENT, description="the built-in coding agent")]
+
+
+def configured_agent(definitions: Definitions, name: str) -> AgentDefinition | None:
+    """The configured agent of that name, if any (the built-in default has no definition to read)."""
+    return next((agent for agent in definitions.agents if agent.name == name), None)
 
 
 def find_agent(definitions: Definitions, name: str) -> AgentDefinition:
@@ -55,3 +61,22 @@ def hook_infos(definitions: Definitions) -> list[api.HookInfo]:
         api.HookInfo(name=h.name, event=h.event, command=h.command, matcher=h.matcher, timeout_ms=h.timeout_ms)
         for h in definitions.hooks
     ]
+
+
+def check_model(definitions: Definitions, selection: ModelSelection | None, path: str) -> ModelSelection | None:
+    """The selection, if its model (when it names one) is defined."""
+    if selection is None or selection.model is None:
+        return selection
+    ref = selection.model
+    if not any(m.ref == ref for m in definitions.models):
+        raise NotFound(f"model not found: {ref.provider}/{ref.name} @ {path}")
+    return selection
+
+
+def check_executor(definitions: Definitions, executor_id: str | None, path: str) -> str:
+    if not executor_id:
+        return LOCAL_EXECUTOR
+    known = {executor.id for executor in executor_details(definitions)}
+    if executor_id not in known:
+        raise NotFound(f"executor not found: {executor_id} @ {path}")
+    return executor_id

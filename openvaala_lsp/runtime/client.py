@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -20,6 +20,8 @@ class Client:
     """
 
     client_id: str
+    name: str | None = None  # clientName: how the runtime names it where it says who did something
+    approvals: bool = False  # it declared it can answer approvalRequested
     environment: Mapping[str, str]
     workspace_folders: Callable[[], Awaitable[list[WorkspaceFolder]]]
     attach: Callable[[Subscription], None]
@@ -28,3 +30,17 @@ class Client:
     subscriptions: dict[str, Subscription] = attrs.Factory(dict)
     # events a subscription may hold for this client before it is closed as too slow
     max_buffered_events: int = DEFAULT_CAPACITY
+
+
+def parse_environment(entries: Iterable[str]) -> dict[str, str]:
+    """`["KEY=VALUE", ...]` (already validated by the params type) as a mapping."""
+    return dict(entry.split("=", 1) for entry in entries)
+
+
+def format_environment(environment: dict[str, str]) -> list[str]:
+    return [f"{key}={value}" for key, value in sorted(environment.items())]
+
+
+def environment_of(client: Client, entries: list[str] | None) -> dict[str, str]:
+    """The given environment, else the client's."""
+    return parse_environment(entries) if entries is not None else dict(client.environment)

@@ -6,7 +6,7 @@ import asyncio
 import re
 from typing import Any
 
-from openvaala_lsp.runtime.api import ClientMCPServer, ClientTool
+from openvaala_lsp.mcp.model import ClientMCPServer, ClientTool
 from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.tools.base import ToolContext, ToolOutput
 

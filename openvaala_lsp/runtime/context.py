@@ -7,7 +7,9 @@ replaces them whenever a call reports it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+
+import attrs
 
 from openvaala_lsp.model import Content, Item, ItemStatus, ItemType, ToolCall
 from openvaala_lsp.providers.base import Message, ModelRequest, ToolSpec
@@ -36,6 +38,31 @@ def estimate_tools(tools: Iterable[ToolSpec]) -> int:
         estimate_text(json.dumps({"name": t.name, "description": t.description, "parameters": t.parameters}))
         for t in tools
     )
+
+
+PRUNED_TEXT = "[output cleared from the context to save room; run the tool again if you need it]"
+
+
+def model_items(history: Sequence[Item]) -> list[Item]:
+    """What the model sees of a session's history: everything from its last summarizing compaction on
+    (whose text stands for what came before), with the output of pruned tool results cleared. The
+    log itself keeps every item for people."""
+    start = 0
+    pruned: set[str] = set()
+    for index, item in enumerate(history):
+        if item.type == ItemType.COMPACTION and item.compaction is not None:
+            pruned.update(item.compaction.pruned_item_ids)
+            if item.compaction.summarized:
+                start = index
+    return [
+        attrs.evolve(item, content=[Content(type="text", text=PRUNED_TEXT)]) if item.id in pruned else item
+        for item in history[start:]
+    ]
+
+
+def estimate_request(instructions: str, tools: Iterable[ToolSpec], history: Sequence[Item]) -> int:
+    """Tokens a request would hold: instructions, tool specs and the items the model sees."""
+    return estimate_text(instructions) + estimate_tools(tools) + sum(estimate_item(i) for i in model_items(history))
 
 
 def tool_specs(tools: Iterable[Tool]) -> list[ToolSpec]:
@@ -79,6 +106,8 @@ def to_messages(items: Iterable[Item]) -> list[Message]:
                 continue  # a prompt a hook blocked: kept in the history, never shown to the model
             messages.append(Message(role="user", content=list(item.content or ())))
         elif item.type == ItemType.COMPACTION:
+            if not item_text(item):
+                continue  # a compaction that only cleared tool outputs has nothing to say
             messages.append(Message(role="user", content=list(item.content or ())))
         else:
             continue  # error items and unknown kinds are for people, not for the model
@@ -121,7 +150,7 @@ def build_request(
     return ModelRequest(
         model=model,
         instructions=instructions,
-        messages=to_messages(items),
+        messages=to_messages(model_items(list(items))),
         tools=tools,
         max_output_tokens=max_output_tokens,
         reasoning_effort=reasoning_effort,

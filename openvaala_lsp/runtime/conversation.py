@@ -1,58 +1,46 @@
 """A conversation the runtime holds open: its session runners, where its tools run, and with which
-environment."""
+environment. It is each runner's `SessionHost`, and reaches the runtime only through its
+`ConversationHost`."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 from openvaala_lsp.definitions import Definitions, ModelDefinition
+from openvaala_lsp.hooks import HookRunner
 from openvaala_lsp.mcp import MCPManager
-from openvaala_lsp.model import Conversation, Item, ModelCall, Order, Session, WorkspaceFolder
+from openvaala_lsp.mcp.model import ClientMCPServer
+from openvaala_lsp.model import AlwaysAllowed, Conversation, Session, SessionRuntimeInfo, WorkspaceFolder
 from openvaala_lsp.providers.base import Provider
-from openvaala_lsp.runtime import api
-from openvaala_lsp.runtime.api import ClientMCPServer
+from openvaala_lsp.runtime import catalog, subagents
 from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.client_tools import ClientToolAdapter
-from openvaala_lsp.runtime.sessions import SessionRunner
+from openvaala_lsp.runtime.folders import containing_folder
+from openvaala_lsp.runtime.hosts import ConversationHost
+from openvaala_lsp.runtime.session import SessionRunner
 from openvaala_lsp.runtime.skills import SkillTool, agent_skills
-from openvaala_lsp.runtime.workspace import containing_folder
 from openvaala_lsp.storage.interfaces import Storage
 from openvaala_lsp.tools.base import Tool, ToolContext
 from openvaala_lsp.tools.registry import local_tools
 
 MCP_FIRST_USE_WAIT = 10.0  # seconds a conversation's first turn waits for its MCP servers
 
-if TYPE_CHECKING:
-    from openvaala_lsp.runtime.core import Runtime
-
-
-async def session_items(storage: Storage, conversation_id: str, session_id: str) -> list[Item]:
-    """Every saved item of a session, in order."""
-    items: list[Item] = []
-    cursor: int | None = None
-    while True:
-        page = await storage.list_items(
-            conversation_id, session_id=session_id, cursor=cursor, limit=api.MAX_LIMIT, order=Order.ASC
-        )
-        items.extend(logged.item for logged in page.items)
-        if page.next_cursor is None:
-            return items
-        cursor = page.next_cursor
+T = TypeVar("T")
 
 
 class OpenConversation:
     def __init__(
         self,
-        runtime: Runtime,
+        host: ConversationHost,
         conversation: Conversation,
         sessions: list[Session],
         environment: dict[str, str],
         folders: list[WorkspaceFolder],
     ) -> None:
-        self.runtime = runtime
-        self.storage = runtime.storage
-        self.conversation = conversation
+        self._host = host
+        self.record = conversation
         self.environment = environment
         self.folders = folders
         self.runners = {session.id: SessionRunner(self, session) for session in sessions}
@@ -62,6 +50,14 @@ class OpenConversation:
         self.mcp = MCPManager()
         self._mcp_started = False
         self.reconfigured = False  # definitions changed while busy: subscriptions close when idle
+
+    @property
+    def id(self) -> str:
+        return self.record.id
+
+    @property
+    def storage(self) -> Storage:
+        return self._host.storage
 
     @property
     def busy(self) -> bool:
@@ -77,17 +73,24 @@ class OpenConversation:
     def main_runner(self) -> SessionRunner:
         return min(self.runners.values(), key=lambda r: (r.session.created_at, r.session.id))
 
-    # What the session runners need
+    def subscriptions(self) -> list[Any]:
+        """The subscriptions of its sessions (conversation subscriptions are the runtime's)."""
+        return [sub for runner in self.runners.values() for sub in runner.subscribers]
+
+    # What the session runners need (hosts.SessionHost)
 
     @property
     def folder_key(self) -> tuple[str, ...]:
         return tuple(folder.path for folder in self.folders)  # real paths already
 
     def definitions(self) -> Definitions:
-        return self.runtime.source.for_folders(self.folder_key)
+        return self._host.definitions_for(self.folder_key)
+
+    def hooks(self, definitions: Definitions) -> HookRunner:
+        return self._host.hooks_for(definitions)
 
     def directory(self) -> str:
-        return self.conversation.executor_settings.directory or (self.folders[0].path if self.folders else "/")
+        return self.record.executor_settings.directory or (self.folders[0].path if self.folders else "/")
 
     def workspace_root(self) -> str:
         holder = containing_folder(self.directory(), self.folders)
@@ -97,10 +100,16 @@ class OpenConversation:
         roots = [folder.path for folder in self.folders] or [self.directory()]
         return ToolContext(directory=self.directory(), roots=roots, environment=self.environment)
 
-    def tools(self, definitions: Definitions, agent_name: str) -> list[Tool]:
-        """The agent's local tools (its `tools` list filters them), its skills, the tools of its MCP
-        servers that are ready, and the tools editors serve for this conversation."""
-        agent = next((a for a in definitions.agents if a.name == agent_name), None)
+    def always_allowed(self) -> list[AlwaysAllowed]:
+        return self.record.always_allowed
+
+    async def remember_allowed(self, rule: AlwaysAllowed) -> None:
+        await self._host.remember_allowed(self.id, rule)
+
+    def tools(self, definitions: Definitions, session: Session) -> list[Tool]:
+        """The agent's local tools (its `tools` list filters them), its skills, its sub-agents, the
+        tools of its MCP servers that are ready, and the tools editors serve for this conversation."""
+        agent = catalog.configured_agent(definitions, session.agent_name)
         tools: list[Tool] = local_tools()
         if agent is not None and agent.tools is not None:
             allowed = set(agent.tools)
@@ -108,15 +117,22 @@ class OpenConversation:
         skills = agent_skills(definitions, agent)
         if skills:
             tools.append(SkillTool(skills))
+        parent = self.runners.get(session.id)
+        sessions = {runner.session.id: runner.session for runner in self.runners.values()}
+        known = (
+            [name for name in (agent.sub_agents or []) if catalog.configured_agent(definitions, name)] if agent else []
+        )
+        if known and parent is not None and subagents.depth(session, sessions) < subagents.MAX_DEPTH:
+            tools.append(subagents.SubAgentTool(self, parent, definitions, known))
         tools += self.mcp.tools()
         for client, servers in self.client_servers.values():
-            tools += [ClientToolAdapter(client, self.conversation.id, s, t) for s in servers for t in s.tools]
+            tools += [ClientToolAdapter(client, self.id, s, t) for s in servers for t in s.tools]
         return tools
 
     async def start_mcp(self, definitions: Definitions, agent_name: str, *, wait: bool) -> None:
         """Adopts the agent's MCP servers and starts them in the background. Only a conversation's
         first turn waits for them, and briefly: a slow server joins a later model call."""
-        agent = next((a for a in definitions.agents if a.name == agent_name), None)
+        agent = catalog.configured_agent(definitions, agent_name)
         servers = definitions.mcp_servers
         if agent is not None and agent.mcp_servers is not None:
             servers = [s for s in servers if s.name in set(agent.mcp_servers)]
@@ -126,19 +142,27 @@ class OpenConversation:
         await self.mcp.ensure_started(MCP_FIRST_USE_WAIT if first and wait else 0.0)
 
     async def provider(self, model: ModelDefinition) -> Provider:
-        return await self.runtime.providers.get(model, self.environment)
+        return await self._host.provider(model, self.environment)
 
-    async def record_call(self, call: ModelCall) -> None:
-        await self.storage.append_model_call(call)
+    async def add_session(self, session: Session) -> SessionRunner:
+        """A new session of the conversation (a sub-agent's), saved, running, announced."""
+        await self.storage.create_session(session)
+        runner = SessionRunner(self, session)
+        self.runners[session.id] = runner
+        self._host.session_added(session)
+        return runner
 
-    async def load_history(self, session_id: str) -> list[Item]:
-        return await session_items(self.storage, self.conversation.id, session_id)
+    def spawn(self, coro: Coroutine[Any, Any, T], *, name: str | None = None) -> asyncio.Task[T]:
+        return self._host.spawn(coro, name=name)
 
-    def session_changed(self, runner: SessionRunner) -> None:
-        self.runtime.session_changed(self, runner)
+    def saved(self, ordinal: int) -> None:
+        self.last_ordinal = max(self.last_ordinal, ordinal)
 
-    def turn_ended(self, runner: SessionRunner) -> None:
-        self.runtime.turn_ended(self, runner)
+    def session_changed(self, info: SessionRuntimeInfo) -> None:
+        self._host.session_changed(self.id, info)
+
+    def turn_ended(self) -> None:
+        self._host.turn_ended(self.id)
 
     async def stop(self) -> None:
         self.closed = True

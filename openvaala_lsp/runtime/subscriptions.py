@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from openvaala_lsp.model import ErrorInfo
-from openvaala_lsp.runtime.errors import SubscriberTooSlow
+from openvaala_lsp.protocol.errors import SubscriberTooSlow
 
 DEFAULT_CAPACITY = 10_000
 
@@ -34,11 +34,13 @@ class Subscription:
         capacity: int = DEFAULT_CAPACITY,
         on_close: Callable[[Subscription], None] | None = None,
         key: Any = None,
+        answers_approvals: bool = False,
     ) -> None:
         self.id = f"sub_{next(_ids)}"
         self.kind = kind
         self.owner = owner  # the client that may unsubscribe it
         self.key = key  # what it watches: a conversation id, (conversation id, session id), None
+        self.answers_approvals = answers_approvals  # its client declared `approvals`
         self.capacity = capacity
         self.close_reason: ErrorInfo | None = None
         self._events: collections.deque[Any] = collections.deque()

@@ -8,6 +8,7 @@ code serves stdio (standalone) and the runtime host's Unix socket connections.
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import os
 from collections.abc import Callable, Mapping
@@ -20,16 +21,17 @@ from pygls.uris import to_fs_path
 
 from openvaala_lsp import __version__, framing
 from openvaala_lsp.framing import FrameReader, Refused, frame
-from openvaala_lsp.model import ErrorInfo, WorkspaceFolder, new_id
-from openvaala_lsp.protocol.converter import ParamsError, describe_error, structure, unstructure
-from openvaala_lsp.protocol.errors import CODES, INTERNAL_ERROR, INVALID_PARAMS, SERVER_NOT_INITIALIZED
+from openvaala_lsp.model import WorkspaceFolder, new_id
+from openvaala_lsp.protocol.codes import SERVER_NOT_INITIALIZED
+from openvaala_lsp.protocol.converter import describe_error
+from openvaala_lsp.protocol.errors import RuntimeApiError
 from openvaala_lsp.protocol.methods import PREFIX, REQUESTS, RequestSpec
-from openvaala_lsp.runtime import events, subscriptions
+from openvaala_lsp.runtime import subscriptions
 from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.core import Runtime
-from openvaala_lsp.runtime.errors import InvalidParams, RuntimeApiError, RuntimeStopped
 from openvaala_lsp.runtime.subscriptions import Subscription
 from openvaala_lsp.server import messages
+from openvaala_lsp.server.dispatch import WireError, closed_notification, dispatch, notifications, runtime_error
 from openvaala_lsp.server.protocol import OpenvaalaProtocol, RpcError, runtime_stopped_error, shared_converter
 
 logger = logging.getLogger(__name__)
@@ -38,16 +40,11 @@ READ_SIZE = 65536
 DEFAULT_EVENT_BATCH_MS = 4
 MAX_EVENTS_PER_NOTIFICATION = 512
 MIN_BUFFERED_EVENTS = 100
+MAX_CLIENT_NAME = 100  # characters of clientName kept
 FOLDERS_REQUEST_TIMEOUT = 5.0
 
-NOTIFY = {
-    subscriptions.CONVERSATION: PREFIX + "conversationEvent",
-    subscriptions.SESSION: PREFIX + "sessionEvent",
-    subscriptions.RUNNING: PREFIX + "runningConversations",
-}
 
-
-class Writer:
+class StreamWriterSink:
     """pygls' writer interface over an asyncio stream writer; writes never block the loop."""
 
     def __init__(self, stream: asyncio.StreamWriter) -> None:
@@ -67,31 +64,20 @@ class Writer:
             pass
 
 
-def coalesce(batch: list[Any]) -> list[Any]:
-    """Merges consecutive deltas of one item; the result describes exactly the same state."""
-    merged: list[Any] = []
-    for event in batch:
-        last = merged[-1] if merged else None
-        if isinstance(event, events.ItemDelta) and isinstance(last, events.ItemDelta) and last.item_id == event.item_id:
-            merged[-1] = events.ItemDelta(
-                item_index=last.item_index, item_id=last.item_id, delta=last.delta + event.delta
-            )
-        else:
-            merged.append(event)
-    return merged
+def _rpc_error(error: WireError) -> RpcError:
+    return RpcError(error.message, error.code, error.data)
 
 
-def _rpc_error(error: RuntimeApiError) -> RpcError:
-    return RpcError(error.message, CODES.get(error.kind, INTERNAL_ERROR), {"kind": error.kind})
+class ConnectionState(enum.Enum):
+    """An editor connection's life: NEW until `initialize`, READY for requests, SHUT_DOWN after
+    `shutdown` (requests answer runtimeStopped), EXITED after `exit`, CLOSED once released (after
+    `exit`, or at once when the editor goes away)."""
 
-
-def _params_error(method: str, problems: list[str]) -> RpcError:
-    problems = messages.bounded_problems(problems)
-    return RpcError(
-        f"invalid params for {method}: {'; '.join(problems)}",
-        INVALID_PARAMS,
-        {"kind": "invalidParams", "errors": problems},
-    )
+    NEW = "new"
+    READY = "ready"
+    SHUT_DOWN = "shutDown"
+    EXITED = "exited"
+    CLOSED = "closed"
 
 
 class Connection(LanguageServer):
@@ -108,7 +94,7 @@ class Connection(LanguageServer):
             "openvaala-lsp", __version__, protocol_cls=OpenvaalaProtocol, converter_factory=shared_converter
         )
         self.runtime_future = runtime
-        self.writer = Writer(writer)
+        self.writer = StreamWriterSink(writer)
         self.protocol.set_writer(self.writer)
         self.protocol.methods = list(self._register_requests())  # type: ignore[attr-defined]
         self.cwd = cwd
@@ -119,10 +105,8 @@ class Connection(LanguageServer):
             attach=self._attach,
             call_tool=self._call_client_tool,
         )
-        self.initialized = False
-        self.closed = False
-        self.exited = False
-        self.shutdown_requested = False
+        self.state = ConnectionState.NEW
+        self.exit_code = 0  # of an `exit`: 1 unless `shutdown` came first (the LSP rule)
         self._event_batch = DEFAULT_EVENT_BATCH_MS / 1000
         self._asked_folders: list[WorkspaceFolder] | None = None
         self._pumps: set[asyncio.Task[None]] = set()
@@ -140,30 +124,19 @@ class Connection(LanguageServer):
         return registered
 
     async def call(self, spec: RequestSpec, params: Any) -> Any:
-        if not self.initialized:
+        if self.state is ConnectionState.NEW:
             raise RpcError("server not initialized", SERVER_NOT_INITIALIZED, {"kind": "serverNotInitialized"})
         try:
-            request: Any = structure({} if params is None else params, spec.params)
-        except ParamsError as exc:
-            raise _params_error(spec.method, exc.problems) from None
-        runtime = await self._runtime()
-        try:
-            result = await getattr(runtime, spec.runtime)(self.client, request)
-        except InvalidParams as exc:
-            raise _params_error(spec.method, [exc.message]) from None
-        except RuntimeApiError as exc:
+            return await dispatch(await self._runtime(), self.client, spec, params)
+        except WireError as exc:
             raise _rpc_error(exc) from None
-        except Exception:
-            logger.exception("%s failed", spec.method)
-            raise RpcError(f"internal error in {spec.method}", INTERNAL_ERROR, {"kind": "internal"}) from None
-        return unstructure(result)
 
     async def _runtime(self) -> Runtime:
         try:
             runtime = await asyncio.shield(self.runtime_future)
         except RuntimeApiError as exc:
-            raise _rpc_error(exc) from None
-        if runtime.stopped or self.shutdown_requested:
+            raise _rpc_error(runtime_error(exc)) from None
+        if runtime.stopped or self.state is not ConnectionState.READY:
             raise runtime_stopped_error()
         runtime.connect(self.client)
         return runtime
@@ -178,13 +151,16 @@ class Connection(LanguageServer):
             if isinstance(openvaala, dict):
                 if isinstance(client_id := openvaala.get("clientId"), str) and client_id:
                     ls.client.client_id = client_id
+                if isinstance(name := openvaala.get("clientName"), str) and name.strip():
+                    ls.client.name = name.strip()[:MAX_CLIENT_NAME]
+                ls.client.approvals = openvaala.get("approvals") is True
                 buffered = openvaala.get("maxBufferedEvents")
                 if isinstance(buffered, int) and not isinstance(buffered, bool) and buffered >= MIN_BUFFERED_EVENTS:
                     ls.client.max_buffered_events = buffered
                 batch_ms = openvaala.get("eventBatchMs")
                 if isinstance(batch_ms, (int, float)) and not isinstance(batch_ms, bool) and 0 <= batch_ms <= 1000:
                     ls._event_batch = batch_ms / 1000
-            ls.initialized = True
+            ls.state = ConnectionState.READY
 
         @self.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
         def on_folders_changed(ls: Connection, params: types.DidChangeWorkspaceFoldersParams) -> None:
@@ -192,13 +168,14 @@ class Connection(LanguageServer):
 
         @self.feature(types.SHUTDOWN)
         async def on_shutdown(ls: Connection, params: Any) -> None:
-            ls.shutdown_requested = True
+            ls.state = ConnectionState.SHUT_DOWN
             if ls._on_shutdown is not None:
                 await ls._on_shutdown(ls)
 
         @self.feature(types.EXIT)
         def on_exit(ls: Connection, params: Any) -> None:
-            ls.exited = True
+            ls.exit_code = 0 if ls.state is ConnectionState.SHUT_DOWN else 1
+            ls.state = ConnectionState.EXITED
 
     async def serve(self, reader: Any) -> None:
         """Reads and dispatches messages until EOF or `exit`, then releases the connection. A frame
@@ -217,7 +194,7 @@ class Connection(LanguageServer):
                         self.writer.write(frame(body.response()))
                     else:
                         self._dispatch(body)
-                    if self.exited:
+                    if self.state is ConnectionState.EXITED:
                         return
         finally:
             await self.close()
@@ -239,7 +216,7 @@ class Connection(LanguageServer):
 
     async def close(self) -> None:
         """The editor went away or said `exit`: stop its work, end its subscriptions."""
-        self.closed = True
+        self.state = ConnectionState.CLOSED
         for future in list(self.protocol._request_futures.values()):
             future.cancel()
         if self.runtime_future.done() and not self.runtime_future.exception():
@@ -308,45 +285,20 @@ class Connection(LanguageServer):
 
     async def _pump(self, sub: Subscription) -> None:
         seq = 0
-        method = NOTIFY[sub.kind]
         while True:
             batch = await sub.next_batch(MAX_EVENTS_PER_NOTIFICATION)
             if not batch:
                 break
-            if sub.kind == subscriptions.SESSION:
-                if self._event_batch and len(batch) < MAX_EVENTS_PER_NOTIFICATION:
-                    await asyncio.sleep(self._event_batch)
-                    batch += await sub.next_batch(MAX_EVENTS_PER_NOTIFICATION - len(batch)) if sub.pending() else []
-                seq += 1
-                params: dict[str, Any] = {"subscriptionId": sub.id, "seq": seq, "events": unstructure(coalesce(batch))}
+            if sub.kind == subscriptions.SESSION and self._event_batch and len(batch) < MAX_EVENTS_PER_NOTIFICATION:
+                await asyncio.sleep(self._event_batch)  # a few more events ride along
+                batch += await sub.next_batch(MAX_EVENTS_PER_NOTIFICATION - len(batch)) if sub.pending() else []
+            for method, params in notifications(sub, seq, batch):
+                seq = params["seq"]
                 self.writer.write(frame({"jsonrpc": "2.0", "method": method, "params": params}))
-            else:
-                for event in batch:
-                    seq += 1
-                    payload = (
-                        {"event": unstructure(event)} if sub.kind == subscriptions.CONVERSATION else unstructure(event)
-                    )
-                    self.writer.write(
-                        frame(
-                            {
-                                "jsonrpc": "2.0",
-                                "method": method,
-                                "params": {"subscriptionId": sub.id, "seq": seq, **payload},
-                            }
-                        )
-                    )
             await self.writer.drain()
-        reason = sub.close_reason or ErrorInfo(kind=RuntimeStopped.kind, message=RuntimeStopped.default_message)
-        if not self.closed:
-            self.writer.write(
-                frame(
-                    {
-                        "jsonrpc": "2.0",
-                        "method": PREFIX + "subscriptionClosed",
-                        "params": {"subscriptionId": sub.id, "reason": unstructure(reason)},
-                    }
-                )
-            )
+        if self.state is not ConnectionState.CLOSED:
+            method, params = closed_notification(sub)
+            self.writer.write(frame({"jsonrpc": "2.0", "method": method, "params": params}))
 
 
 def _handler(spec: RequestSpec) -> Callable[[Connection, Any], Any]:

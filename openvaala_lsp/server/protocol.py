@@ -31,9 +31,10 @@ from pygls.protocol.json_rpc import (
 
 from openvaala_lsp import __version__, framing
 from openvaala_lsp.protocol import PROTOCOL_VERSION
-from openvaala_lsp.protocol.errors import CODES, KINDS
+from openvaala_lsp.protocol.codes import CODES, KINDS
+from openvaala_lsp.protocol.errors import RuntimeStopped
 from openvaala_lsp.protocol.methods import NOTIFICATIONS
-from openvaala_lsp.runtime.errors import RuntimeStopped
+from openvaala_lsp.tools import sandbox
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +74,12 @@ def _result_type(method: str) -> Any:
     return types.METHOD_TO_TYPES.get(method, (None, None))[1]
 
 
+def _sandbox() -> dict[str, Any]:
+    """Whether shell commands can run sandboxed here (the runtime probes it as it starts)."""
+    state = sandbox.state()
+    return {"usable": state.usable, "reason": state.reason}
+
+
 class OpenvaalaProtocol(LanguageServerProtocol):
     methods: list[str] = []  # the requests this server answers, set by the connection
 
@@ -92,6 +99,7 @@ class OpenvaalaProtocol(LanguageServerProtocol):
                 "serverVersion": __version__,
                 "methods": sorted(self.methods),
                 "notifications": sorted(NOTIFICATIONS),
+                "sandbox": _sandbox(),
             }
         }
         return result

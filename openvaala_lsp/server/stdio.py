@@ -12,8 +12,8 @@ import sys
 from typing import Any, BinaryIO
 
 from openvaala_lsp import paths
+from openvaala_lsp.protocol.errors import RuntimeStopped
 from openvaala_lsp.runtime.core import Runtime
-from openvaala_lsp.runtime.errors import RuntimeStopped
 from openvaala_lsp.server.connection import Connection
 
 logger = logging.getLogger(__name__)
@@ -88,6 +88,20 @@ def _same_socket(a: int, b: int) -> bool:
     return stat.S_ISSOCK(first.st_mode) and os.path.samestat(first, second)
 
 
+EPHEMERAL_IDLE_ENV = "OPENVAALA_EPHEMERAL_IDLE_SECONDS"
+
+
+def options_from_environment() -> dict[str, Any]:
+    """Runtime options the process's environment sets."""
+    options: dict[str, Any] = {}
+    if seconds := os.environ.get(EPHEMERAL_IDLE_ENV):
+        try:
+            options["unsaved_idle_timeout"] = max(float(seconds), 0.0)
+        except ValueError:
+            logger.warning("ignoring %s=%r: not a number of seconds", EPHEMERAL_IDLE_ENV, seconds)
+    return options
+
+
 async def start_runtime(future: asyncio.Future[Runtime]) -> None:
     """Resolves `future` with the runtime or with a RuntimeStopped saying why it could not start."""
     try:
@@ -100,7 +114,8 @@ async def start_runtime(future: asyncio.Future[Runtime]) -> None:
         path = paths.database_path()
         path.parent.mkdir(parents=True, exist_ok=True)
         storage = await DuckDBStorage.open(str(path))
-        future.set_result(await Runtime.start(storage))  # definitions from the configuration files
+        # definitions from the configuration files
+        future.set_result(await Runtime.start(storage, **options_from_environment()))
     except StorageLockedError as exc:
         logger.error("%s", exc)
         future.set_exception(RuntimeStopped(str(exc)))
@@ -131,7 +146,7 @@ async def run() -> int:
         pass
     finally:
         await stop_runtime()
-    return 1 if connection.exited and not connection.shutdown_requested else 0
+    return connection.exit_code
 
 
 def main() -> int:

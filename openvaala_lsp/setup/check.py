@@ -65,7 +65,7 @@ def local_model_missing(spec: LocalServer) -> str | None:
 
 
 async def check_model(definition: ModelDefinition, environ: Mapping[str, str] | None = None) -> CheckResult:
-    from openvaala_lsp.runtime.models import LocalModelServer  # only when checking
+    from openvaala_lsp.runtime.model_clients import LocalModelServer  # only when checking
 
     environ = os.environ if environ is None else environ
     server: LocalModelServer | None = None

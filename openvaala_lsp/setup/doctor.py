@@ -17,10 +17,11 @@ import attrs
 
 from openvaala_lsp import __version__, paths
 from openvaala_lsp.definitions import EMBEDDED_MODEL_NOTE, LocalServer, ModelDefinition
+from openvaala_lsp.protocol.errors import NoModelConfigured
 from openvaala_lsp.providers.factory import DEFAULT_BASE_URLS
-from openvaala_lsp.runtime.errors import NoModelConfigured
 from openvaala_lsp.setup.check import CheckResult, check_model, local_model_missing
 from openvaala_lsp.setup.configfile import ConfigFile, project_config_path, read_config, user_config_path
+from openvaala_lsp.tools import sandbox
 
 NO_MODEL = NoModelConfigured.default_message  # the runtime's words, so users meet one message
 EMBEDDED_PACKAGE = LocalServer().package
@@ -85,8 +86,18 @@ def doctor(say: Callable[[str], None], environ: Mapping[str, str], *, offline: b
     host = host_status()
     if host is not None:
         say(f"runtime host: {host}")
+    say(f"sandbox: {sandbox_status()}")
     say("everything configured works" if healthy and database_ok else "problems found (see above)")
     return 0 if healthy and database_ok else 1
+
+
+def sandbox_status() -> str:
+    """Whether shell commands can run in the sandbox here; when not, what happens instead (a warning,
+    not a failure: commands still run, after the user allows each)."""
+    state = sandbox.state()
+    if state.usable:
+        return f"{state.reason}: shell commands write only the workspace and have no network unless allowed"
+    return f"WARNING: cannot start ({state.reason}); each shell command asks before it runs unsandboxed"
 
 
 async def _check_all(models: list[ModelDefinition], environ: Mapping[str, str]) -> list[CheckResult]:

@@ -13,6 +13,7 @@ import attrs
 from cattrs.preconf.json import make_converter
 
 from openvaala_lsp.model import (
+    AlwaysAllowed,
     Conversation,
     ConversationListEntry,
     ErrorInfo,
@@ -21,6 +22,7 @@ from openvaala_lsp.model import (
     Item,
     LoggedItem,
     ModelCall,
+    ModelCallPurpose,
     ModelRef,
     ModelSelection,
     Ordinal,
@@ -101,6 +103,7 @@ CONVERSATION_COLUMNS = (
     "reasoning_effort",
     "forked_from_conversation_id",
     "forked_from_turn_id",
+    "always_allowed",
 )
 CONVERSATION_SELECT = ", ".join((*CONVERSATION_COLUMNS, "last_activity_at"))
 
@@ -124,6 +127,7 @@ def conversation_row(c: Conversation) -> Row:
         c.model.reasoning_effort if c.model is not None else None,
         forked.conversation_id if forked else None,
         forked.turn_id if forked else None,
+        _payload.dumps(c.always_allowed),
     )
 
 
@@ -134,7 +138,7 @@ def _model_ref(provider: str | None, name: str | None) -> ModelRef | None:
 def conversation_entry_from_row(row: Row) -> ConversationListEntry:
     """A row selected with CONVERSATION_SELECT."""
     (cid, title, agent, archived, ephemeral, created, updated, executor_id, directory, has_model) = row[:10]
-    (provider, name, effort, forked_conversation, forked_turn, last_activity) = row[10:]
+    (provider, name, effort, forked_conversation, forked_turn, always_allowed, last_activity) = row[10:]
     conversation = Conversation(
         id=cid,
         title=title,
@@ -150,6 +154,7 @@ def conversation_entry_from_row(row: Row) -> ConversationListEntry:
             if forked_conversation is not None
             else None
         ),
+        always_allowed=_payload.loads(always_allowed, list[AlwaysAllowed]) if always_allowed else [],
     )
     return ConversationListEntry(conversation=conversation, last_activity_at=_opt_utc(last_activity))
 
@@ -310,6 +315,7 @@ MODEL_CALL_COLUMNS = (
     "usage_estimated",
     "workspace",
     "error",
+    "purpose",
 )
 MODEL_CALL_SELECT = ", ".join(MODEL_CALL_COLUMNS)
 
@@ -329,12 +335,13 @@ def model_call_row(m: ModelCall) -> Row:
         m.usage_estimated,
         m.workspace,
         m.error,
+        m.purpose.value,
     )
 
 
 def model_call_from_row(row: Row) -> ModelCall:
     mid, cid, sid, tid, provider, model, started, latency, first_token = row[:9]
-    estimated, workspace, error = row[-3:]
+    estimated, workspace, error, purpose = row[-4:]
     return ModelCall(
         id=mid,
         conversation_id=cid,
@@ -345,10 +352,11 @@ def model_call_from_row(row: Row) -> ModelCall:
         started_at=as_utc(started),
         latency_ms=latency,
         first_token_ms=first_token,
-        usage=_usage_from(row[9:-3]),
+        usage=_usage_from(row[9:-4]),
         usage_estimated=estimated,
         workspace=workspace,
         error=error,
+        purpose=ModelCallPurpose(purpose),
     )
 
 

@@ -63,7 +63,7 @@ from openvaala_lsp.storage.errors import (
 from openvaala_lsp.storage.interfaces import SqlResult
 from openvaala_lsp.storage.migrations import migrate
 from openvaala_lsp.storage.sql import QueryJob, stop
-from openvaala_lsp.storage.writer import Append, Delete, Op, Put, Run, Update, Writer
+from openvaala_lsp.storage.writer import Append, BatchWriter, Delete, Op, Put, Run, Update
 
 __all__ = ["DuckDBStorage", "InvalidCursor", "StorageClosedError", "StorageError", "StorageLockedError"]
 
@@ -116,7 +116,7 @@ class DuckDBStorage:
         self.path = path
         self._path_key = path
         self._con = con
-        self._writer = Writer(writer_cursor, flush_interval)
+        self._writer = BatchWriter(writer_cursor, flush_interval)
         self._reader_cursor = reader_cursor
         self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="openvaala-storage-reader")
         self._query_pool = ThreadPoolExecutor(max_workers=QUERY_THREADS, thread_name_prefix="openvaala-storage-query")
@@ -386,6 +386,9 @@ class DuckDBStorage:
     async def count_items(self, conversation_id: ConversationId, session_id: SessionId | None = None) -> int:
         return await self._read(lambda cur: queries.count_items(cur, conversation_id, session_id))
 
+    async def count_turns(self, conversation_id: ConversationId, session_id: SessionId | None = None) -> int:
+        return await self._read(lambda cur: queries.count_turns(cur, conversation_id, session_id))
+
     async def append_model_call(self, call: ModelCall) -> None:
         await self._write([Append("model_calls", MODEL_CALL_COLUMNS, [model_call_row(call)])], durable=False)
 
@@ -393,6 +396,11 @@ class DuckDBStorage:
         self, conversation_id: ConversationId, session_id: SessionId | None = None
     ) -> list[ModelCall]:
         return await self._read(lambda cur: queries.list_model_calls(cur, conversation_id, session_id))
+
+    async def import_conversation(
+        self, conversation: Conversation, sessions: Iterable[Session], turns: Iterable[Turn], items: Iterable[Item]
+    ) -> list[Ordinal]:
+        return await self.bulk_write(conversations=[conversation], sessions=sessions, turns=turns, items=items)
 
     # Bulk import (seeding, imports): the same rows, ordinals and transaction path as the API above
 

@@ -15,7 +15,8 @@ Ordering and durability contract, shared by every implementation:
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, Protocol, TypeVar
 
 import attrs
 
@@ -99,6 +100,8 @@ class RecordStorage(Protocol):
     ) -> Page[Turn, str]:
         """Ordered by start time, then id."""
 
+    async def count_turns(self, conversation_id: ConversationId, session_id: SessionId | None = None) -> int: ...
+
     async def interrupt_running_turns(self, ended_at: dt.datetime) -> list[Turn]:
         """Durable. At startup: every turn still `running` becomes `interrupted`; returns them."""
 
@@ -171,8 +174,47 @@ class SqlStorage(Protocol):
 class Storage(RecordStorage, LogStorage, SqlStorage, Protocol):
     """One store serving the three interfaces (one DuckDB file, one writer)."""
 
+    async def import_conversation(
+        self, conversation: Conversation, sessions: Iterable[Session], turns: Iterable[Turn], items: Iterable[Item]
+    ) -> list[Ordinal]:
+        """Durable, in one transaction: a whole conversation (a fork). Returns the items' ordinals."""
+
     async def flush(self) -> None:
         """Commits everything queued so far."""
 
     async def close(self) -> None:
         """Commits, checkpoints and closes. Idempotent."""
+
+
+T = TypeVar("T")
+C = TypeVar("C")
+ALL_PAGE_SIZE = 500
+
+
+async def every_page(fetch: Callable[[C | None], Awaitable[Page[T, C]]]) -> list[T]:
+    """Every entry of a paged listing: `fetch(cursor)` pages, from the start, until the last."""
+    entries: list[T] = []
+    cursor: C | None = None
+    while True:
+        page = await fetch(cursor)
+        entries.extend(page.items)
+        if page.next_cursor is None:
+            return entries
+        cursor = page.next_cursor
+
+
+async def all_sessions(storage: RecordStorage, conversation_id: ConversationId) -> list[Session]:
+    """A conversation's sessions, oldest first."""
+    return await every_page(
+        lambda cursor: storage.list_sessions(conversation_id, cursor=cursor, limit=ALL_PAGE_SIZE, order=Order.ASC)
+    )
+
+
+async def all_session_items(storage: LogStorage, conversation_id: ConversationId, session_id: SessionId) -> list[Item]:
+    """Every saved item of a session, in log order."""
+    logged = await every_page(
+        lambda cursor: storage.list_items(
+            conversation_id, session_id=session_id, cursor=cursor, limit=ALL_PAGE_SIZE, order=Order.ASC
+        )
+    )
+    return [entry.item for entry in logged]

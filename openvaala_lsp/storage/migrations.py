@@ -122,7 +122,45 @@ SELECT workspace, provider, model,{_USAGE_SUMS},
 FROM model_calls GROUP BY ALL;
 """
 
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, V1),)
+# Why a model call was made: a turn's own call, a compaction's summary, a title.
+V2 = """
+ALTER TABLE model_calls ADD COLUMN purpose VARCHAR NOT NULL DEFAULT 'turn';
+"""
+
+# A session with its sub-agents, their sub-agents and so on: what the session cost in all.
+V3 = f"""
+CREATE VIEW sessions_tree AS
+WITH RECURSIVE tree(session_id, member_id) AS (
+  SELECT id, id FROM sessions
+  UNION ALL
+  SELECT tree.session_id, child.id FROM tree JOIN sessions child ON child.parent_session_id = tree.member_id
+)
+SELECT s.conversation_id, tree.session_id, s.agent_name, s.parent_session_id,
+  count(DISTINCT tree.member_id) AS sessions,
+  count(m.id) AS calls,
+  {
+    ", ".join(
+        f"coalesce(sum(m.{c}), 0)::BIGINT AS {c}"
+        for c in (
+            "input_tokens",
+            "cached_input_tokens",
+            "cache_write_tokens",
+            "output_tokens",
+            "reasoning_tokens",
+            "total_tokens",
+        )
+    )
+}
+FROM tree JOIN sessions s ON s.id = tree.session_id LEFT JOIN model_calls m ON m.session_id = tree.member_id
+GROUP BY ALL;
+"""
+
+# What the user allowed for the rest of a conversation (answerApproval allowAlways).
+V4 = """
+ALTER TABLE conversations ADD COLUMN always_allowed JSON;
+"""
+
+MIGRATIONS: tuple[tuple[int, str], ...] = ((1, V1), (2, V2), (3, V3), (4, V4))
 LATEST_VERSION = MIGRATIONS[-1][0]
 
 

@@ -286,8 +286,16 @@ def max_ordinal(cur: Cursor, conversation_id: ConversationId) -> Ordinal:
 
 
 def count_items(cur: Cursor, conversation_id: ConversationId, session_id: SessionId | None) -> int:
+    return _count(cur, "items", conversation_id, session_id)
+
+
+def count_turns(cur: Cursor, conversation_id: ConversationId, session_id: SessionId | None) -> int:
+    return _count(cur, "turns", conversation_id, session_id)
+
+
+def _count(cur: Cursor, table: str, conversation_id: ConversationId, session_id: SessionId | None) -> int:
     where, params = _item_filter(conversation_id, session_id)
-    row = _first(cur, f"SELECT count(*) FROM items WHERE {where}", params)
+    row = _first(cur, f"SELECT count(*) FROM {table} WHERE {where}", params)
     return int(row[0]) if row else 0
 
 

@@ -113,7 +113,7 @@ def _new_future() -> Future[Any]:
     return future
 
 
-class Writer:
+class BatchWriter:
     def __init__(self, cursor: duckdb.DuckDBPyConnection, flush_interval: float) -> None:
         self._cur = cursor
         self._interval = flush_interval

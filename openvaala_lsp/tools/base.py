@@ -8,14 +8,26 @@ from typing import Any, Protocol
 import attrs
 
 
+@attrs.frozen(kw_only=True)
+class SandboxPolicy:
+    """Where a command may write (besides a private /tmp), which folders it sees even where they lie
+    under /tmp (the workspace's), and whether it may use the network."""
+
+    writable: tuple[str, ...]
+    visible: tuple[str, ...] = ()
+    network: bool = False
+
+
 @attrs.define(kw_only=True)
 class ToolContext:
     """Where and how a tool runs: the conversation's workspace directory (absolute, the cwd of
-    commands), the roots a path may resolve into, and the client's environment."""
+    commands), the roots a path may resolve into, the client's environment, and the sandbox commands
+    run in (None: none)."""
 
     directory: str
     roots: list[str]
     environment: Mapping[str, str]
+    sandbox: SandboxPolicy | None = None
 
 
 @attrs.define(kw_only=True)

@@ -6,6 +6,7 @@ import os
 import signal
 from typing import Any
 
+from openvaala_lsp.tools import sandbox
 from openvaala_lsp.tools.base import ToolContext, ToolOutput
 from openvaala_lsp.tools.common import LocalTool, ToolFailure
 from openvaala_lsp.tools.paths import resolve_path
@@ -53,7 +54,11 @@ class ShellTool(LocalTool):
         "'[... N lines / M bytes omitted ...]' in between. Redirect to a file and read parts of it, or filter "
         "with grep/head/tail, when you need everything.\n"
         "- Background jobs that still write to the output when the command ends are stopped. To leave a "
-        "process running, detach its output: `nohup server > server.log 2>&1 &`.\n"
+        "process running outside the sandbox, detach its output: `nohup server > server.log 2>&1 &`.\n"
+        "- Unless the user turned it off, commands run in a sandbox: they may read everything but write only "
+        "the workspace and /tmp (a private one), with no network, and every process they start ends with "
+        "them. A command that needs more fails there; run it again with `outside_sandbox: true` and a "
+        "`justification`, and the user is asked.\n"
         "- Prefer the read_file, write_file, edit, glob and grep tools for reading, changing and finding files."
     )
     PARAMETERS = {
@@ -71,6 +76,14 @@ class ShellTool(LocalTool):
                 "type": "string",
                 "description": "Directory to run in, absolute or relative to the workspace directory.",
             },
+            "outside_sandbox": {
+                "type": "boolean",
+                "default": False,
+                "description": "Run outside the sandbox, with the user's full rights and the network. The user is "
+                "asked first; use it only when the command needs what the sandbox forbids (the network, "
+                "writing outside the workspace) and say why in `justification`.",
+            },
+            "justification": {"type": "string", "description": "Why the command must leave the sandbox."},
         },
         "required": ["command"],
         "additionalProperties": False,
@@ -84,9 +97,12 @@ class ShellTool(LocalTool):
     async def execute(self, arguments: dict[str, Any], context: ToolContext) -> ToolOutput:
         workdir = _working_directory(arguments.get("workdir"), context)
         timeout_ms: int = arguments["timeout_ms"]
+        argv = [SHELL, "-c", arguments["command"]]
+        if context.sandbox is not None:
+            argv = sandbox.wrap(argv, context.sandbox, workdir)
         try:
             result = await run_process_group(
-                [SHELL, "-c", arguments["command"]],
+                argv,
                 cwd=workdir,
                 env=context.environment,
                 time_limit=timeout_ms / 1000,

@@ -1,0 +1,485 @@
+// The chat view's logic, between its webview and the protocol client. It has no `vscode` import:
+// what needs the editor (dialogs, terminals, the webview itself) comes in through `ChatUi`, and the
+// connection per workspace folder through `ClientProvider`.
+import type { OpenConversation } from "../client/conversation";
+import { DisposableStore, Emitter, type Disposable, type Event } from "../client/emitter";
+import type { OpenvaalaClient } from "../client/openvaalaClient";
+import { ProtocolError, toProtocolError } from "../protocol/errors";
+import type { AgentInfo, ContextUsage, Conversation, SessionContextUsage } from "../protocol/generated";
+import type {
+  ConnectionStatus,
+  FixAction,
+  FolderInfo,
+  HostCommand,
+  HostMessage,
+  ListFilter,
+  ViewMessage,
+} from "../shared/messages";
+
+export interface ChatUi {
+  post(message: HostMessage): void;
+  confirm(message: string, confirmLabel: string): Promise<boolean>;
+  input(prompt: string, value: string): Promise<string | undefined>;
+  pickAgent(agents: AgentInfo[]): Promise<AgentInfo | undefined>;
+  runCommand(command: HostCommand): void;
+  openLink(href: string): void;
+}
+
+export interface ClientProvider {
+  folders(): FolderInfo[];
+  /** The folder's connection, started on first use; rejects with a message (and fix) when it cannot start. */
+  client(folder: string): Promise<OpenvaalaClient>;
+  status(folder: string): ConnectionStatus;
+  /** A folder's connection changed (started, restarted, failed). */
+  readonly onDidChangeStatus: Event<{ folder: string; status: ConnectionStatus }>;
+  /** A folder's connection was restarted: subscriptions must be established again. */
+  readonly onDidRestart: Event<{ folder: string; client: OpenvaalaClient }>;
+}
+
+/** A failure the user can fix, e.g. no server found. */
+export class FixableError extends Error {
+  constructor(
+    message: string,
+    readonly fix?: FixAction,
+  ) {
+    super(message);
+  }
+}
+
+export interface ContextSummary {
+  conversationTitle: string;
+  context?: ContextUsage;
+  thresholdTokens?: number;
+  running: boolean;
+}
+
+const PAGE = 50;
+
+export class ChatController implements Disposable {
+  private folder: string | undefined;
+  private filter: ListFilter = { query: "", archived: false };
+  private open: OpenConversation | undefined;
+  private openStore = new DisposableStore();
+  private readonly store = new DisposableStore();
+  private readonly contextEmitter = new Emitter<ContextSummary | undefined>();
+  /** The open conversation's context usage (for the status bar), or undefined when none is open. */
+  readonly onContext = this.contextEmitter.event;
+  private thresholds = new Map<string, number>();
+  private watchedClient: OpenvaalaClient | undefined;
+  private clientStore = new DisposableStore();
+  private listRefresh: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(
+    private readonly ui: ChatUi,
+    private readonly clients: ClientProvider,
+  ) {
+    this.store.add(
+      clients.onDidChangeStatus(({ folder, status }) => {
+        if (folder !== this.folder) return;
+        this.post({ type: "connection", folder, connection: status, actions: this.actions() });
+      }),
+    );
+    this.store.add(
+      clients.onDidRestart(({ folder, client }) => {
+        if (folder !== this.folder) return;
+        const replaced = this.watchedClient !== client;
+        this.watchClient(client);
+        this.post({ type: "connection", folder, connection: clients.status(folder), actions: this.actions() });
+        // the same client renews its own subscriptions; a new one must open the conversation again
+        if (replaced && this.open) void this.openById(this.open.id).catch((error: unknown) => this.fail(error));
+        else this.refreshList();
+      }),
+    );
+  }
+
+  get openConversation(): OpenConversation | undefined {
+    return this.open;
+  }
+
+  private post(message: HostMessage): void {
+    this.ui.post(message);
+  }
+
+  private actions(): string[] {
+    return this.watchedClient?.supportedActions() ?? [];
+  }
+
+  /** Handles one message from the webview; errors become notices in the view. */
+  async handle(message: ViewMessage): Promise<void> {
+    try {
+      await this.dispatch(message);
+    } catch (error) {
+      this.fail(error);
+    }
+  }
+
+  private async dispatch(message: ViewMessage): Promise<void> {
+    switch (message.type) {
+      case "ready":
+        return this.ready();
+      case "selectFolder":
+        this.folder = message.folder;
+        this.closeConversation();
+        return this.ready();
+      case "list":
+        this.filter = message.filter;
+        return this.list(message.cursor);
+      case "open":
+        return this.openById(message.conversationId);
+      case "back":
+        this.closeConversation();
+        this.post({ type: "closed" });
+        return this.list();
+      case "create":
+        return this.create();
+      case "submit":
+        await this.require().submit(message.content, message.mode);
+        return;
+      case "steer":
+        await this.require().steer(message.itemId);
+        return;
+      case "sendNow":
+        await this.require().interruptWithInput(message.itemId);
+        return;
+      case "withdraw": {
+        const text = await this.require().withdraw(message.itemId);
+        if (text) this.post({ type: "composer", text });
+        return;
+      }
+      case "interrupt":
+        await this.require().interrupt();
+        return;
+      case "approval":
+        await this.require().answerApproval(message.itemId, message.decision);
+        return;
+      case "fork": {
+        const fork = await this.require().fork(message.turnId);
+        await this.openById(fork.id);
+        return;
+      }
+      case "compact":
+        await this.require().compact();
+        return;
+      case "rename":
+        return this.rename(message.conversationId);
+      case "archive":
+        return this.archive(message.conversationId, message.archived);
+      case "delete":
+        return this.delete(message.conversationId);
+      case "setModel": {
+        const session = await this.require().setModel(message.sessionId, message.model);
+        this.post({ type: "sessionModel", sessionId: session.id, ...(session.model.model ? { model: session.model.model } : {}) });
+        await this.refreshContext(message.sessionId);
+        return;
+      }
+      case "loadEarlier":
+        await this.require().session(message.sessionId)?.subscription.loadEarlier();
+        return;
+      case "refreshContext":
+        return this.refreshContext(message.sessionId);
+      case "openLink":
+        this.ui.openLink(message.href);
+        return;
+      case "command":
+        this.ui.runCommand(message.command);
+        return;
+      default:
+        return;
+    }
+  }
+
+  private require(): OpenConversation {
+    if (this.open === undefined) throw new Error("no conversation is open");
+    return this.open;
+  }
+
+  private async client(): Promise<OpenvaalaClient> {
+    const folder = this.folder;
+    if (folder === undefined) throw new FixableError("Open a folder to chat with openvaala about it.");
+    const client = await this.clients.client(folder);
+    this.watchClient(client);
+    return client;
+  }
+
+  private watchClient(client: OpenvaalaClient): void {
+    if (this.watchedClient === client) return;
+    this.clientStore.dispose();
+    this.clientStore = new DisposableStore();
+    this.watchedClient = client;
+    this.clientStore.add(
+      client.onRunning((ids) => {
+        this.post({ type: "running", conversationIds: [...ids] });
+        this.scheduleListRefresh();
+      }),
+    );
+    void client.watchRunning().catch((error: unknown) => this.fail(error));
+  }
+
+  private async ready(): Promise<void> {
+    const folders = this.clients.folders();
+    if (this.folder === undefined || !folders.some((f) => f.key === this.folder)) this.folder = folders[0]?.key;
+    const connection: ConnectionStatus =
+      this.folder === undefined ? { state: "failed", message: "Open a folder to use openvaala." } : this.clients.status(this.folder);
+    this.post({
+      type: "init",
+      folders,
+      ...(this.folder !== undefined ? { folder: this.folder } : {}),
+      connection,
+      actions: this.actions(),
+    });
+    if (this.folder === undefined) return;
+    const client = await this.client();
+    this.post({ type: "connection", folder: this.folder, connection: this.clients.status(this.folder), actions: this.actions() });
+    this.post({ type: "running", conversationIds: [...client.runningConversations] });
+    void this.checkModels(client);
+    if (this.open !== undefined) {
+      this.replayOpen(this.open);
+      return;
+    }
+    await this.list();
+  }
+
+  /** Says so, with the fix, when no model is configured (before the first message fails). */
+  private async checkModels(client: OpenvaalaClient): Promise<void> {
+    if (!client.supports("openvaala/listModels")) return;
+    try {
+      const list = await client.models();
+      if (list.models.length === 0) this.fail(new ProtocolError("no model is configured", -32013, "noModelConfigured"));
+    } catch {
+      // the list is a courtesy; a real failure shows on the next request
+    }
+  }
+
+  get folderKey(): string | undefined {
+    return this.folder;
+  }
+
+  private async list(cursor?: string): Promise<void> {
+    const client = await this.client();
+    const page = await client.listConversations({
+      limit: PAGE,
+      order: "desc",
+      archived: this.filter.archived,
+      ...(this.filter.query.trim() ? { query: this.filter.query.trim() } : {}),
+      ...(cursor ? { cursor } : {}),
+    });
+    this.post({
+      type: "conversations",
+      entries: page.items,
+      running: [...client.runningConversations],
+      filter: this.filter,
+      ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}),
+      append: cursor !== undefined,
+    });
+  }
+
+  private refreshList(): void {
+    if (this.open === undefined) void this.list().catch((error: unknown) => this.fail(error));
+  }
+
+  /** Running conversations change order and state in the list: refresh it, at most every 500 ms. */
+  private scheduleListRefresh(): void {
+    if (this.listRefresh !== undefined) return;
+    this.listRefresh = setTimeout(() => {
+      this.listRefresh = undefined;
+      this.refreshList();
+    }, 500);
+  }
+
+  private async create(): Promise<void> {
+    const client = await this.client();
+    let agentName: string | undefined;
+    if (client.supports("openvaala/listAgents")) {
+      const agents = await client.agents();
+      if (agents.length > 1) {
+        const agent = await this.ui.pickAgent(agents);
+        if (agent === undefined) return;
+        agentName = agent.name;
+      }
+    }
+    const conversation = await client.createConversation(agentName ? { agentName } : {});
+    await this.openById(conversation.id);
+  }
+
+  async openById(conversationId: string): Promise<void> {
+    const client = await this.client();
+    this.closeConversation();
+    const open = await client.open(conversationId);
+    this.open = open;
+    const store = new DisposableStore();
+    this.openStore = store;
+    store.add(open.onOps(({ sessionId, ops }) => {
+      this.post({ type: "ops", sessionId, ops });
+      if (ops.some((op) => op.op === "status" || op.op === "turn")) this.emitContext();
+      if (ops.some((op) => op.op === "turn" && op.phase === "completed")) void this.refreshContext(sessionId).catch(() => undefined);
+    }));
+    store.add(open.onConversation((conversation) => {
+      this.post({ type: "conversation", conversation });
+      this.emitContext();
+    }));
+    store.add(open.onSessionAdded((entry) => {
+      this.post({
+        type: "session",
+        session: entry.session,
+        ...this.anchorOf(open, entry.session.createdAt, entry.session.parentSessionId),
+        snapshot: entry.subscription.timeline.snapshot(),
+      });
+    }));
+    store.add(open.onSyncState(({ sessionId, state }) => this.post({ type: "sync", sessionId, state })));
+    store.add(open.onClosed((reason) => {
+      this.post({ type: "notice", level: "warning", message: `The conversation closed: ${reason.message}` });
+    }));
+    this.replayOpen(open);
+    void this.sendModels(client, open.conversation.agentName);
+    const main = open.mainSession;
+    if (main) await this.refreshContext(main.session.id).catch(() => undefined);
+  }
+
+  /** Sends everything about the open conversation (on open, and when the webview reloads). */
+  private replayOpen(open: OpenConversation): void {
+    const main = open.mainSession;
+    this.post({ type: "opened", conversation: open.conversation, mainSessionId: main?.session.id ?? "" });
+    const sessions = [...open.sessions].sort((a, b) => (a.session.parentSessionId ? 1 : 0) - (b.session.parentSessionId ? 1 : 0));
+    for (const entry of sessions) {
+      this.post({
+        type: "session",
+        session: entry.session,
+        ...this.anchorOf(open, entry.session.createdAt, entry.session.parentSessionId),
+        snapshot: entry.subscription.timeline.snapshot(),
+      });
+    }
+    for (const entry of sessions) this.post({ type: "sync", sessionId: entry.session.id, state: entry.subscription.syncState });
+    this.emitContext();
+  }
+
+  /** Where a sub-agent session goes in its parent's timeline: after the parent's last item created before it. */
+  private anchorOf(open: OpenConversation, createdAt: string, parentSessionId?: string): { anchor?: number } {
+    if (!parentSessionId) return {};
+    const parent = open.session(parentSessionId);
+    if (!parent) return {};
+    let anchor: number | undefined;
+    for (const logged of parent.subscription.timeline.snapshot().items) {
+      if (logged.item.createdAt <= createdAt) anchor = logged.ordinal;
+    }
+    return anchor === undefined ? {} : { anchor };
+  }
+
+  private async sendModels(client: OpenvaalaClient, agentName: string): Promise<void> {
+    if (!client.supports("openvaala/listModels")) return;
+    try {
+      const list = await client.models(agentName);
+      this.post({ type: "models", models: list.models, ...(list.agentDefaultModel ? { agentDefault: list.agentDefaultModel } : {}) });
+    } catch (error) {
+      this.fail(error);
+    }
+  }
+
+  private async refreshContext(sessionId: string): Promise<void> {
+    const open = this.open;
+    if (!open) return;
+    const usage: SessionContextUsage = await open.contextUsage(sessionId);
+    this.thresholds.set(sessionId, usage.thresholdTokens);
+    this.post({ type: "contextUsage", sessionId, usage });
+    this.emitContext();
+  }
+
+  private emitContext(): void {
+    const open = this.open;
+    const main = open?.mainSession;
+    if (!open || !main) {
+      this.contextEmitter.fire(undefined);
+      return;
+    }
+    const state = main.subscription.timeline.state;
+    const threshold = this.thresholds.get(main.session.id);
+    this.contextEmitter.fire({
+      conversationTitle: open.conversation.title,
+      ...(state.context ? { context: state.context } : {}),
+      ...(threshold !== undefined ? { thresholdTokens: threshold } : {}),
+      running: state.state === "running" || state.state === "compacting",
+    });
+  }
+
+  private async rename(conversationId: string): Promise<void> {
+    const client = await this.client();
+    const current = this.open?.id === conversationId ? this.open.conversation.title : "";
+    const title = await this.ui.input("Conversation title", current);
+    if (title === undefined) return;
+    if (this.open?.id === conversationId) await this.open.setTitle(title);
+    else await client.setTitle(conversationId, title);
+    this.refreshList();
+  }
+
+  private async archive(conversationId: string, archived: boolean): Promise<void> {
+    const client = await this.client();
+    const conversation: Conversation =
+      this.open?.id === conversationId
+        ? (await this.open.setArchived(archived), this.open.conversation)
+        : await client.setArchived(conversationId, archived);
+    if (this.open?.id === conversationId) this.post({ type: "conversation", conversation });
+    this.refreshList();
+  }
+
+  private async delete(conversationId: string): Promise<void> {
+    const client = await this.client();
+    const ok = await this.ui.confirm(
+      "Delete this conversation and its whole history? This cannot be undone.",
+      "Delete",
+    );
+    if (!ok) return;
+    if (this.open?.id === conversationId) {
+      this.closeConversation();
+      this.post({ type: "closed" });
+    }
+    await client.deleteConversation(conversationId);
+    await this.list();
+  }
+
+  private closeConversation(): void {
+    this.openStore.dispose();
+    this.open?.dispose();
+    this.open = undefined;
+    this.emitContext();
+  }
+
+  /** Shows a failure in the view, with a fix where there is one. */
+  fail(error: unknown): void {
+    if (error instanceof FixableError) {
+      this.post({ type: "notice", level: "error", message: error.message, ...(error.fix ? { fix: error.fix } : {}) });
+      return;
+    }
+    const protocolError: ProtocolError = toProtocolError(error);
+    switch (protocolError.kind) {
+      case "noModelConfigured":
+        this.post({
+          type: "notice",
+          level: "error",
+          message: "No model is configured. Set one up with `openvaala setup` (it asks for the provider and checks it).",
+          fix: { label: "Set up a model", command: "setup" },
+        });
+        return;
+      case "methodNotFound":
+        this.post({ type: "notice", level: "warning", message: `This openvaala server does not support that yet (${protocolError.message}).` });
+        return;
+      case "runtimeStopped":
+      case "connection":
+        this.post({
+          type: "notice",
+          level: "warning",
+          message: `The openvaala runtime is not reachable: ${protocolError.message}`,
+          fix: { label: "Restart the server", command: "restart" },
+        });
+        return;
+      default:
+        this.post({ type: "notice", level: "error", message: protocolError.message });
+    }
+  }
+
+  dispose(): void {
+    if (this.listRefresh !== undefined) clearTimeout(this.listRefresh);
+    this.closeConversation();
+    this.clientStore.dispose();
+    this.store.dispose();
+    this.contextEmitter.dispose();
+  }
+}

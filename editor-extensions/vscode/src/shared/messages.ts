@@ -1,0 +1,105 @@
+// The messages between the extension host and the chat webview (both directions). The protocol
+// client lives in the host; the webview only renders and asks.
+import type {
+  ApprovalDecision,
+  ContentInput,
+  Conversation,
+  ConversationListEntry,
+  ModelDefinition,
+  ModelRef,
+  Session,
+  SessionContextUsage,
+  SessionInputMode,
+} from "../protocol/generated";
+import type { SyncState } from "../client/sessionSubscription";
+import type { TimelineOp, TimelineSnapshot } from "../client/timeline";
+import type { UsageRow } from "../usage/usageData";
+
+export interface FolderInfo {
+  key: string;
+  name: string;
+}
+
+export interface ListFilter {
+  query: string;
+  archived: boolean;
+}
+
+/** Where the connection to the runtime stands, with a fix when it cannot work. */
+export type ConnectionStatus =
+  | { state: "starting" }
+  | { state: "ready"; serverVersion: string; protocolVersion: string }
+  | { state: "reconnecting"; message: string }
+  | { state: "failed"; message: string; fix?: FixAction };
+
+export interface FixAction {
+  label: string;
+  command: HostCommand;
+}
+
+/** Extension commands the view may ask for. */
+export type HostCommand = "setup" | "usage" | "log" | "restart" | "settings";
+
+export type HostMessage =
+  | { type: "init"; folders: FolderInfo[]; folder?: string; connection: ConnectionStatus; actions: string[] }
+  | { type: "connection"; folder: string; connection: ConnectionStatus; actions: string[] }
+  | {
+      type: "conversations";
+      entries: ConversationListEntry[];
+      running: string[];
+      filter: ListFilter;
+      nextCursor?: string;
+      append: boolean;
+    }
+  | { type: "running"; conversationIds: string[] }
+  | { type: "opened"; conversation: Conversation; mainSessionId: string }
+  | { type: "closed" }
+  | { type: "conversation"; conversation: Conversation }
+  /** A session's whole state: on open, after the view reloads, and when a sub-agent session appears
+   * (`anchor`: the ordinal of the parent's item after which it started). */
+  | { type: "session"; session: Session; anchor?: number; snapshot: TimelineSnapshot }
+  | { type: "ops"; sessionId: string; ops: TimelineOp[] }
+  | { type: "sync"; sessionId: string; state: SyncState }
+  | { type: "contextUsage"; sessionId: string; usage: SessionContextUsage }
+  | { type: "models"; models: ModelDefinition[]; agentDefault?: ModelRef }
+  /** A session's model changed (from this window's picker or the command palette). */
+  | { type: "sessionModel"; sessionId: string; model?: ModelRef }
+  | { type: "composer"; text: string }
+  | { type: "notice"; level: "info" | "warning" | "error"; message: string; fix?: FixAction }
+  | { type: "focusInput" };
+
+export type ViewMessage =
+  | { type: "ready" }
+  | { type: "selectFolder"; folder: string }
+  | { type: "list"; filter: ListFilter; cursor?: string }
+  | { type: "open"; conversationId: string }
+  | { type: "back" }
+  | { type: "create" }
+  | { type: "submit"; content: ContentInput[]; mode: SessionInputMode }
+  | { type: "steer"; itemId: string }
+  | { type: "sendNow"; itemId: string }
+  | { type: "withdraw"; itemId: string }
+  | { type: "interrupt" }
+  | { type: "approval"; itemId: string; decision: ApprovalDecision }
+  | { type: "fork"; turnId: string }
+  | { type: "compact" }
+  | { type: "rename"; conversationId: string }
+  | { type: "archive"; conversationId: string; archived: boolean }
+  | { type: "delete"; conversationId: string }
+  | { type: "setModel"; sessionId: string; model: ModelRef }
+  | { type: "loadEarlier"; sessionId: string }
+  | { type: "refreshContext"; sessionId: string }
+  | { type: "openLink"; href: string }
+  | { type: "command"; command: HostCommand };
+
+/** The ordered, readable name of a model. */
+export function modelKey(model: ModelRef): string {
+  return `${model.provider}/${model.name}`;
+}
+
+/** Messages of the usage panel. */
+export type UsageHostMessage =
+  | { type: "usage"; rows: UsageRow[]; since: string; days: number; truncated: boolean }
+  | { type: "usageError"; message: string };
+
+export type UsageViewMessage = { type: "ready" } | { type: "range"; days: number } | { type: "refresh" };

@@ -1,0 +1,126 @@
+// Above the input box: queued inputs (steer, send now, withdraw) and approval prompts (allow once,
+// allow always, deny). Both come and go with the session's events, in every window alike.
+import type { Approval, PendingInput } from "../../client/timeline";
+import type { ViewMessage } from "../../shared/messages";
+import { h } from "../dom";
+import { textOf } from "./itemView";
+
+export class PendingPanel {
+  readonly element: HTMLElement;
+  private readonly rows = new Map<string, HTMLElement>();
+  private running = false;
+
+  constructor(
+    private readonly post: (message: ViewMessage) => void,
+    private readonly supports: (method: string) => boolean,
+  ) {
+    this.element = h("div", { class: "pending-panel", hidden: true, "aria-label": "Queued inputs" });
+  }
+
+  reset(inputs: PendingInput[]): void {
+    for (const row of this.rows.values()) row.remove();
+    this.rows.clear();
+    for (const input of inputs) this.add(input);
+  }
+
+  add(input: PendingInput): void {
+    const itemId = input.item.id;
+    this.rows.get(itemId)?.remove();
+    const text = textOf(input.item.content) || "(image)";
+    const buttons: HTMLElement[] = [];
+    if (this.supports("openvaala/steerInput")) {
+      buttons.push(h("button", { "data-action": "steer", title: "Deliver into the running turn at its next model call", disabled: !this.running, onclick: () => this.post({ type: "steer", itemId }) }, "Steer"));
+    }
+    if (this.supports("openvaala/interruptTurnWithInput")) {
+      buttons.push(h("button", { "data-action": "send-now", title: "Stop the running turn and run this now", disabled: !this.running, onclick: () => this.post({ type: "sendNow", itemId }) }, "Send now"));
+    }
+    if (this.supports("openvaala/withdrawInput")) {
+      buttons.push(h("button", { "data-action": "withdraw", title: "Take it back into the input box", onclick: () => this.post({ type: "withdraw", itemId }) }, "Withdraw"));
+    }
+    const row = h(
+      "div",
+      { class: "pending-row", "data-item-id": itemId },
+      h("span", { class: "badge" }, input.mode === "steer" ? "steering" : "queued"),
+      h("span", { class: "pending-text", title: text }, text),
+      h("span", { class: "pending-actions" }, ...buttons),
+    );
+    this.rows.set(itemId, row);
+    this.element.append(row);
+    this.element.hidden = false;
+  }
+
+  remove(itemId: string): void {
+    this.rows.get(itemId)?.remove();
+    this.rows.delete(itemId);
+    this.element.hidden = this.rows.size === 0;
+  }
+
+  setRunning(running: boolean): void {
+    this.running = running;
+    for (const button of Array.from(this.element.querySelectorAll<HTMLButtonElement>("button[data-action=steer], button[data-action=send-now]"))) {
+      button.disabled = !running;
+    }
+  }
+}
+
+function describeArguments(value: unknown): string {
+  if (typeof value === "string") return value;
+  try {
+    return JSON.stringify(value, null, 2);
+  } catch {
+    return String(value);
+  }
+}
+
+export class ApprovalPanel {
+  readonly element: HTMLElement;
+  private readonly cards = new Map<string, HTMLElement>();
+
+  constructor(
+    private readonly post: (message: ViewMessage) => void,
+    private readonly supports: (method: string) => boolean,
+  ) {
+    this.element = h("div", { class: "approval-panel", hidden: true, role: "region", "aria-label": "Approvals" });
+  }
+
+  reset(approvals: Approval[]): void {
+    for (const card of this.cards.values()) card.remove();
+    this.cards.clear();
+    for (const approval of approvals) this.add(approval);
+  }
+
+  add({ itemId, approval }: Approval): void {
+    this.cards.get(itemId)?.remove();
+    const answerable = this.supports("openvaala/answerApproval");
+    const answer = (decision: "allowOnce" | "allowAlways" | "deny") => () => {
+      for (const button of Array.from(card.querySelectorAll("button"))) button.disabled = true;
+      this.post({ type: "approval", itemId, decision });
+    };
+    const card = h(
+      "div",
+      { class: "approval-card", "data-item-id": itemId, role: "alertdialog", "aria-label": `Approve ${approval.tool}?` },
+      h("div", { class: "approval-title" }, "Allow ", h("code", {}, approval.tool), "?"),
+      approval.reason ? h("div", { class: "approval-reason" }, approval.reason) : null,
+      approval.command ? h("pre", { class: "tool-command" }, h("span", { class: "prompt" }, "$ "), approval.command) : null,
+      approval.paths && approval.paths.length ? h("ul", { class: "approval-paths" }, ...approval.paths.map((path) => h("li", {}, path))) : null,
+      approval.command ? null : h("details", {}, h("summary", {}, "Arguments"), h("pre", { class: "tool-args" }, describeArguments(approval.arguments))),
+      h(
+        "div",
+        { class: "approval-buttons" },
+        h("button", { class: "primary", "data-decision": "allowOnce", disabled: !answerable, onclick: answer("allowOnce") }, "Allow once"),
+        h("button", { "data-decision": "allowAlways", disabled: !answerable, title: approval.command ? "Allow this command prefix for the rest of the conversation" : "Allow this tool for the rest of the conversation", onclick: answer("allowAlways") }, "Allow always"),
+        h("button", { class: "danger", "data-decision": "deny", disabled: !answerable, onclick: answer("deny") }, "Deny"),
+      ),
+      answerable ? null : h("div", { class: "muted" }, "This server cannot take answers yet (no openvaala/answerApproval)."),
+    );
+    this.cards.set(itemId, card);
+    this.element.append(card);
+    this.element.hidden = false;
+  }
+
+  remove(itemId: string): void {
+    this.cards.get(itemId)?.remove();
+    this.cards.delete(itemId);
+    this.element.hidden = this.cards.size === 0;
+  }
+}

@@ -1,0 +1,342 @@
+// The chat webview in real headless Chromium, fed the recorded event stream of a real run
+// (test/fixtures/session-stream.json) through the client's own timeline. Screenshots go to
+// test-artifacts/.
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import type { Item } from "../../src/protocol/generated";
+import type { HostMessage } from "../../src/shared/messages";
+import { Replay, loadFixture } from "../support/replay";
+import { WebviewPage, missingBrowser } from "../support/webviewPage";
+
+const SKIP = missingBrowser();
+const WITH_APPROVALS = ["openvaala/answerApproval", "openvaala/forkConversation", "openvaala/compactContext"];
+
+describe("the chat webview in Chromium", { skip: SKIP, timeout: 60_000 }, () => {
+  let page: WebviewPage;
+
+  before(async () => {
+    page = await WebviewPage.open("chat");
+  });
+  after(async () => {
+    await page?.close();
+  });
+
+  it("lists conversations with search, the archived filter, running turns and per-entry actions", async () => {
+    const replay = new Replay(loadFixture(), [...loadFixture().server.methods]);
+    const [init] = replay.opening();
+    assert.ok(init);
+    const conversation = (id: string, title: string, archived = false) => ({
+      conversation: { ...replay.conversation, id, title, archived, updatedAt: new Date(Date.now() - 5 * 60_000).toISOString() },
+      running: false,
+    });
+    await page.send(init, {
+      type: "conversations",
+      entries: [conversation("conv_a", "Refactor the parser"), conversation("conv_b", "")],
+      running: ["conv_a"],
+      filter: { query: "", archived: false },
+      append: false,
+    });
+    const p = page.page;
+    const rows = p.locator(".conversation-row");
+    assert.deepEqual(await rows.locator(".conversation-title").allTextContents(), ["Refactor the parser", "Untitled conversation"]);
+    assert.deepEqual(await p.locator(".conversation-row.running").evaluateAll((e) => e.map((r) => (r as HTMLElement).dataset.conversationId)), ["conv_a"]);
+    assert.equal(await rows.first().locator(".conversation-meta").textContent(), "5 min ago");
+    await page.send({ type: "running", conversationIds: ["conv_b"] });
+    assert.deepEqual(await p.locator(".conversation-row.running").evaluateAll((e) => e.map((r) => (r as HTMLElement).dataset.conversationId)), ["conv_b"]);
+    await page.screenshot("chat-list");
+
+    await page.clearPosted();
+    await p.locator("input.search").fill("parser");
+    await p.waitForFunction(() => (globalThis as unknown as { __posted: unknown[] }).__posted.length > 0);
+    await p.locator("input.archived-toggle").check();
+    await rows.first().hover();
+    await rows.first().locator("button[data-action=rename]").click();
+    await rows.first().locator("button[data-action=archive]").click();
+    await rows.first().locator("button[data-action=delete]").click();
+    await rows.first().locator(".conversation-title").click();
+    await p.locator("button[data-action=new]").click();
+    assert.deepEqual(await page.posted(), [
+      { type: "list", filter: { query: "parser", archived: false } },
+      { type: "list", filter: { query: "parser", archived: true } },
+      { type: "rename", conversationId: "conv_a" },
+      { type: "archive", conversationId: "conv_a", archived: true },
+      { type: "delete", conversationId: "conv_a" },
+      { type: "open", conversationId: "conv_a" },
+      { type: "create" },
+    ]);
+  });
+
+  it("renders the recorded run: streamed text, folded reasoning, tool calls with results, queued input", async () => {
+    await page.page.reload();
+    await page.page.waitForFunction(() => (globalThis as unknown as { __posted: unknown[] }).__posted.length > 0);
+    const replay = new Replay(loadFixture());
+    await page.send(...replay.opening());
+    const p = page.page;
+    let streamedChecked = false;
+    let pendingChecked = false;
+    let answerId = "";
+    for (const step of replay.steps()) {
+      await page.send(...step.messages);
+      const delta = step.events.find((event) => event.type === "itemDelta" && event.delta.includes("What is here"));
+      if (!streamedChecked && delta && delta.type === "itemDelta") {
+        answerId = delta.itemId;
+        const streaming = p.locator(`.item[data-item-id="${answerId}"]`);
+        assert.equal(await streaming.getAttribute("data-status"), "streaming");
+        assert.equal(await streaming.locator("h2").textContent(), "What is here");
+        // mark the node: after the answer is saved, the very same element must be on screen
+        await streaming.evaluate((element) => ((element as unknown as { mark: string }).mark = "streamed"));
+        await page.screenshot("chat-streaming");
+        streamedChecked = true;
+      }
+      if (!pendingChecked && step.events.some((event) => event.type === "pendingInputAdded" && textOf(event.item).startsWith("Now change"))) {
+        const row = p.locator(".pending-row");
+        assert.equal(await row.count(), 1);
+        assert.match((await row.textContent()) ?? "", /queued.*Now change the greeting to openvaala\./);
+        assert.deepEqual(await row.locator("button").allTextContents(), ["Steer", "Send now", "Withdraw"]);
+        assert.equal(await row.locator("button[data-action=steer]").isEnabled(), true, "steering is possible while the turn runs");
+        await page.clearPosted();
+        await row.locator("button[data-action=withdraw]").click();
+        const itemId = await row.getAttribute("data-item-id");
+        assert.deepEqual(await page.posted(), [{ type: "withdraw", itemId }]);
+        await page.screenshot("chat-pending");
+        pendingChecked = true;
+      }
+    }
+    assert.ok(streamedChecked && pendingChecked, "the fixture streamed the answer and queued an input");
+
+    // the user's messages
+    assert.deepEqual(await p.locator(".item-userMessage .bubble").allTextContents(), [
+      "What is in this project? Then say hi.",
+      "Now change the greeting to openvaala.",
+    ]);
+    // reasoning, folded
+    const reasoning = p.locator("details.item-reasoning");
+    assert.equal(await reasoning.count(), 1);
+    assert.equal(await reasoning.evaluate((element) => (element as unknown as { open: boolean }).open), false);
+    assert.match((await reasoning.locator(".reasoning-body").textContent()) ?? "", /I should list the files and say hi with the shell\./);
+    // the shell call with its command and output inside it
+    const shell = p.locator("details.item-toolCall", { has: p.locator(".tool-name", { hasText: "shell" }) });
+    assert.equal(await shell.locator(".tool-command").textContent(), "$ echo hi && ls");
+    assert.equal(await shell.locator(".tool-output").textContent(), "hi\ngreeting.txt\n[exit code 0]");
+    assert.equal(await p.locator(".item-toolResult:not(.shown-in-call)").count(), 0, "results show inside their calls");
+    // the edit as a diff
+    const edit = p.locator("details.item-toolCall", { has: p.locator(".tool-name", { hasText: "edit" }) });
+    assert.equal(await edit.locator(".diff-path").textContent(), "greeting.txt");
+    assert.deepEqual(await edit.locator(".diff-removed .diff-text").allTextContents(), ["hello world"]);
+    assert.deepEqual(await edit.locator(".diff-added .diff-text").allTextContents(), ["hello openvaala"]);
+    // the final answer replaced the streamed one in place, rendered as markdown, inert
+    const answer = p.locator(`.item[data-item-id="${answerId}"]`);
+    assert.equal(await answer.getAttribute("data-status"), "completed");
+    assert.equal(await answer.evaluate((element) => (element as unknown as { mark?: string }).mark), "streamed");
+    assert.equal(await p.locator(`[data-item-id="${answerId}"]`).count(), 1);
+    assert.deepEqual(await answer.locator("li").allTextContents(), ["It greets the world", "It is short"]);
+    assert.equal(await answer.locator("pre code").textContent(), "echo hi\n");
+    assert.equal(await p.locator(".md script, .md img, .md [onerror], .md a[href^=javascript]").count(), 0);
+    assert.match((await answer.textContent()) ?? "", /<script>alert\(1\)<\/script>/, "markup shows as text");
+    // the turn is over: nothing queued, the composer sends again
+    assert.equal(await p.locator(".pending-row").count(), 0);
+    assert.equal(await p.locator("button[data-action=send]").textContent(), "Send");
+    assert.deepEqual(page.violations, [], "the view runs under its Content-Security-Policy");
+    assert.deepEqual(page.errors, []);
+    await page.screenshot("chat-final");
+  });
+
+  it("asks for approval with three buttons that post the answer, and closes the prompt when it is resolved", async () => {
+    await page.page.reload();
+    await page.page.waitForFunction(() => (globalThis as unknown as { __posted: unknown[] }).__posted.length > 0);
+    const fixture = loadFixture();
+    const replay = new Replay(fixture, [...fixture.server.methods, ...WITH_APPROVALS]);
+    await page.send(...replay.opening());
+    for (const step of replay.steps()) await page.send(...step.messages);
+    const p = page.page;
+    // approvals are not in the recording (the server does not send them yet): PROTOCOL.md §3 shapes
+    const ask = (itemId: string, command: string): HostMessage =>
+      replay.apply([
+        {
+          type: "approvalRequested",
+          itemId,
+          approval: { tool: "shell", arguments: { command }, reason: "shell asks before running commands", command, paths: ["build/"] },
+        },
+      ]);
+    for (const [itemId, decision, label] of [
+      ["call_a", "allowOnce", "Allow once"],
+      ["call_b", "allowAlways", "Allow always"],
+      ["call_c", "deny", "Deny"],
+    ] as const) {
+      await page.send(ask(itemId, `rm -rf build/${itemId}`));
+      const card = p.locator(`.approval-card[data-item-id="${itemId}"]`);
+      assert.deepEqual(await card.locator("button").allTextContents(), ["Allow once", "Allow always", "Deny"]);
+      assert.equal(await card.locator(".tool-command").textContent(), `$ rm -rf build/${itemId}`);
+      assert.equal(await card.locator(".approval-reason").textContent(), "shell asks before running commands");
+      if (itemId === "call_a") await page.screenshot("chat-approval");
+      await page.clearPosted();
+      await card.getByRole("button", { name: label, exact: true }).click();
+      assert.deepEqual(await page.posted(), [{ type: "approval", itemId, decision }]);
+      assert.equal(await card.locator("button:enabled").count(), 0, "answered once");
+      // another window (or this one) answered: the runtime says so to every window
+      await page.send(replay.apply([{ type: "approvalResolved", itemId, decision, by: { kind: "client", name: "vscode" } }]));
+      assert.equal(await card.count(), 0);
+    }
+    // the actions the server advertises are offered
+    await page.clearPosted();
+    await p.locator(".item-assistantMessage").last().hover();
+    await p.locator(".item-assistantMessage").last().locator("button[data-action=fork]").click();
+    const fork = (await page.posted())[0];
+    assert.equal(fork?.type, "fork");
+    assert.ok(fork?.type === "fork" && fork.turnId.startsWith("turn_"));
+    assert.equal(await p.locator(".header-actions button[data-action=compact]").count(), 1);
+  });
+
+  it("hides what the server does not answer", async () => {
+    await page.page.reload();
+    await page.page.waitForFunction(() => (globalThis as unknown as { __posted: unknown[] }).__posted.length > 0);
+    const replay = new Replay(loadFixture()); // the recorded server: no fork, compact or approvals
+    await page.send(...replay.opening());
+    for (const step of replay.steps()) await page.send(...step.messages);
+    const p = page.page;
+    assert.equal(await p.locator("button[data-action=fork]").count(), 0);
+    assert.equal(await p.locator("button[data-action=compact]").count(), 0);
+    await page.send(replay.apply([{ type: "approvalRequested", itemId: "call_z", approval: { tool: "edit", arguments: { path: "a" } } }]));
+    const card = p.locator(".approval-card");
+    assert.equal(await card.locator("button:enabled").count(), 0, "no answer can be sent without answerApproval");
+    assert.match((await card.textContent()) ?? "", /cannot take answers yet/);
+  });
+
+  it("sends input: Enter queues, Ctrl+Enter steers and Alt+Enter interrupts while a turn runs; pasted images go along", async () => {
+    await page.page.reload();
+    await page.page.waitForFunction(() => (globalThis as unknown as { __posted: unknown[] }).__posted.length > 0);
+    const replay = new Replay(loadFixture());
+    await page.send(...replay.opening());
+    const p = page.page;
+    const input = p.locator("textarea.composer-input");
+    await page.clearPosted();
+    await input.fill("first question");
+    await input.press("Enter");
+    assert.deepEqual(await page.posted(), [{ type: "submit", content: [{ type: "text", text: "first question" }], mode: "queue" }]);
+    assert.equal(await input.inputValue(), "");
+
+    await page.send({ type: "ops", sessionId: replay.fixture.sessionId, ops: [{ op: "status", status: { state: "running", activeTurnId: "turn_1" } }] });
+    assert.equal(await p.locator("button[data-action=send]").textContent(), "Queue");
+    assert.equal(await p.locator("button[data-action=stop]").isVisible(), true);
+    await page.clearPosted();
+    await input.fill("steer me");
+    await input.press("Control+Enter");
+    await input.fill("stop and do this");
+    await input.press("Alt+Enter");
+    await p.locator("button[data-action=stop]").click();
+    assert.deepEqual(await page.posted(), [
+      { type: "submit", content: [{ type: "text", text: "steer me" }], mode: "steer" },
+      { type: "submit", content: [{ type: "text", text: "stop and do this" }], mode: "interrupt" },
+      { type: "interrupt" },
+    ]);
+
+    // a pasted PNG becomes image content
+    await page.clearPosted();
+    await input.fill("what is this?");
+    await input.evaluate((element) => {
+      const bytes = Uint8Array.from([137, 80, 78, 71, 13, 10, 26, 10]);
+      const transfer = new DataTransfer();
+      transfer.items.add(new File([bytes], "shot.png", { type: "image/png" }));
+      element.dispatchEvent(new ClipboardEvent("paste", { clipboardData: transfer, bubbles: true, cancelable: true }));
+    });
+    await p.locator(".attachment-chip img").waitFor();
+    await input.press("Enter");
+    const [sent] = await page.posted();
+    assert.deepEqual(sent, {
+      type: "submit",
+      content: [{ type: "text", text: "what is this?" }, { type: "image", mimeType: "image/png", data: "iVBORw0KGgo=" }],
+      mode: "queue",
+    });
+  });
+
+  it("nests a sub-agent's session where it started", async () => {
+    await page.page.reload();
+    await page.page.waitForFunction(() => (globalThis as unknown as { __posted: unknown[] }).__posted.length > 0);
+    const replay = new Replay(loadFixture());
+    await page.send(...replay.opening());
+    for (const step of replay.steps()) await page.send(...step.messages);
+    const p = page.page;
+    const items = replay.timeline.snapshot().items;
+    const shellCall = items.find((logged) => logged.item.type === "toolCall")!;
+    const child = {
+      id: "sess_child",
+      conversationId: replay.conversation.id,
+      agentName: "reviewer",
+      createdAt: shellCall.item.createdAt,
+      model: { model: { provider: "fake", name: "fake-model" } },
+      parentSessionId: replay.fixture.sessionId,
+    };
+    const empty = { items: [], streaming: [], pending: [], approvals: [], status: { state: "running" as const }, hasEarlier: false, errors: [] };
+    await page.send({ type: "session", session: child, anchor: shellCall.ordinal, snapshot: empty });
+    const found: Item = { ...shellCall.item, id: "item_child_1", sessionId: "sess_child", type: "assistantMessage", content: [{ type: "text", text: "The reviewer found **nothing** to fix." }] };
+    await page.send({ type: "ops", sessionId: "sess_child", ops: [{ op: "saved", ordinal: 100, item: found }] });
+    const nested = p.locator("details.subsession[data-session-id=sess_child]");
+    assert.match((await nested.locator("summary").textContent()) ?? "", /Sub-agent: reviewer.*fake\/fake-model/);
+    assert.equal(await nested.locator(".item-assistantMessage strong").textContent(), "nothing");
+    // right after the parent's item it is anchored to
+    const previous = await nested.evaluate((element) => (element.previousElementSibling as HTMLElement | null)?.dataset.itemId);
+    assert.equal(previous, shellCall.item.id);
+  });
+
+  it("appends deltas without re-rendering the conversation, even a long one", async () => {
+    await page.page.reload();
+    await page.page.waitForFunction(() => (globalThis as unknown as { __posted: unknown[] }).__posted.length > 0);
+    const replay = new Replay(loadFixture());
+    const [init, opened, session] = replay.opening();
+    assert.ok(init && opened && session && session.type === "session");
+    const base: Item = {
+      id: "",
+      conversationId: replay.conversation.id,
+      sessionId: replay.fixture.sessionId,
+      type: "assistantMessage",
+      status: "completed",
+      createdAt: "2026-01-01T00:00:00.000Z",
+    };
+    const many = Array.from({ length: 400 }, (_, index) => ({
+      ordinal: index + 1,
+      item: { ...base, id: `item_old_${index}`, type: "assistantMessage" as const, content: [{ type: "text" as const, text: `Message **${index}** with some text.` }] },
+    }));
+    await page.send(init, opened, { ...session, snapshot: { ...session.snapshot, items: many, streaming: [] } });
+    const p = page.page;
+    assert.equal(await p.locator(".item-assistantMessage").count(), 400);
+    await p.evaluate(() => {
+      for (const element of Array.from(document.querySelectorAll(".item"))) (element as unknown as { mark: boolean }).mark = true;
+    });
+    const sessionId = replay.fixture.sessionId;
+    const streamed: Item = { ...base, id: "item_new", type: "assistantMessage", status: "streaming", content: [{ type: "text", text: "" }] };
+    await page.send({ type: "ops", sessionId, ops: [{ op: "streaming", itemIndex: 0, item: streamed }] });
+    const started = Date.now();
+    for (let batch = 0; batch < 20; batch++) {
+      const ops = Array.from({ length: 25 }, (_, index) => ({ op: "delta" as const, itemId: "item_new", delta: `Paragraph ${batch}.${index} grows.\n\n` }));
+      await page.send({ type: "ops", sessionId, ops });
+      if (batch === 1) {
+        await p.evaluate(() => ((document.querySelector('[data-item-id="item_new"] .md-stable p') as unknown as { mark: boolean }).mark = true));
+      }
+    }
+    const elapsed = Date.now() - started;
+    const unchanged = await p.evaluate(() => Array.from(document.querySelectorAll(".item")).filter((e) => (e as unknown as { mark?: boolean }).mark).length);
+    assert.equal(unchanged, 400, "no earlier item was rendered again");
+    const firstParagraph = await p.evaluate(() => (document.querySelector('[data-item-id="item_new"] .md-stable p') as unknown as { mark?: boolean }).mark);
+    assert.equal(firstParagraph, true, "finished paragraphs of the streaming answer are rendered once");
+    assert.equal(await p.locator('[data-item-id="item_new"] p').count(), 500);
+
+    // older history loads on request, above what is there
+    const older = Array.from({ length: 3 }, (_, index) => ({
+      ordinal: index + 1,
+      item: { ...base, id: `item_older_${index}`, content: [{ type: "text" as const, text: `Older ${index}` }] },
+    }));
+    await page.send(init, opened, { ...session, snapshot: { ...session.snapshot, items: many.map((l) => ({ ...l, ordinal: l.ordinal + 3 })), streaming: [], hasEarlier: true } });
+    await page.clearPosted();
+    await p.locator("button.load-earlier").click();
+    assert.deepEqual(await page.posted(), [{ type: "loadEarlier", sessionId }]);
+    await page.send({ type: "ops", sessionId, ops: [{ op: "earlier", items: older, hasEarlier: false }] });
+    const firstTexts = await p.locator(".item-assistantMessage .md").evaluateAll((elements) => elements.slice(0, 4).map((e) => e.textContent?.trim()));
+    assert.deepEqual(firstTexts, ["Older 0", "Older 1", "Older 2", "Message 0 with some text."]);
+    assert.equal(await p.locator("button.load-earlier").isVisible(), false);
+    console.log(`# 500 deltas into a 400-item conversation: ${elapsed} ms (20 messages, each rendered)`);
+  });
+});
+
+function textOf(item: Item): string {
+  return (item.content ?? []).map((part) => part.text ?? "").join("");
+}

@@ -1,0 +1,141 @@
+"""Reading what happened: sessions, turns, items, a session's details and context usage, and SQL on
+the history. Nothing here changes state."""
+
+from __future__ import annotations
+
+from openvaala_lsp.definitions import ModelDefinition
+from openvaala_lsp.model import ContextUsage, LoggedItem, ModelRef, Order, Page, Session, TokenUsage, Turn
+from openvaala_lsp.protocol import api
+from openvaala_lsp.protocol.errors import InvalidParams, NoModelConfigured, NotFound, RuntimeStopped, SessionNotFound
+from openvaala_lsp.runtime import compaction, context
+from openvaala_lsp.runtime.client import Client
+from openvaala_lsp.runtime.model_clients import resolve_model
+from openvaala_lsp.runtime.state import RuntimeState
+from openvaala_lsp.storage.errors import QueryError, StorageClosedError
+from openvaala_lsp.storage.interfaces import all_session_items
+from openvaala_lsp.tools.registry import local_tools
+
+
+class History:
+    def __init__(self, state: RuntimeState) -> None:
+        self.state = state
+
+    async def list_sessions(self, client: Client, params: api.ListSessionsParams) -> Page[Session, str]:
+        state = self.state
+        await state.conversation(params.conversation_id)
+        limit = params.limit or api.DEFAULT_LIMIT
+        return await state.page(
+            state.storage.list_sessions(params.conversation_id, cursor=params.cursor, limit=limit, order=Order.ASC)
+        )
+
+    async def get_session_by_id(self, client: Client, params: api.GetSessionByIdParams) -> Session:
+        session = await self.state.storage.get_session(params.session_id)
+        if session is None:
+            raise SessionNotFound(f"session not found: {params.session_id}")
+        return session
+
+    async def get_session_details(self, client: Client, params: api.GetSessionDetailsParams) -> api.SessionDetails:
+        state = self.state
+        session = await state.session(params.conversation_id, params.session_id)
+        calls = await state.storage.list_model_calls(params.conversation_id, session.id)
+        info = state.runtime_info(session)
+        runner = state.runner(session)
+        return api.SessionDetails(
+            session=session,
+            info=info,
+            turn_count=await state.storage.count_turns(params.conversation_id, session.id),
+            item_count=await state.storage.count_items(params.conversation_id, session.id),
+            usage=sum((call.usage for call in calls), start=TokenUsage()) if calls else info.usage,
+            pending_inputs=runner.pending_infos() if runner else [],
+        )
+
+    async def list_turns(self, client: Client, params: api.ListTurnsParams) -> Page[Turn, str]:
+        state = self.state
+        await state.check_scope(params.conversation_id, params.session_id)
+        return await state.page(
+            state.storage.list_turns(
+                params.conversation_id,
+                session_id=params.session_id,
+                cursor=params.cursor,
+                limit=params.limit or api.DEFAULT_LIMIT,
+                order=params.order,
+            )
+        )
+
+    async def get_turns(self, client: Client, params: api.GetTurnsParams) -> api.GetTurnsResult:
+        await self.state.check_scope(params.conversation_id, params.session_id)
+        turns = await self.state.storage.get_turns(params.conversation_id, params.turn_ids)
+        found = {turn.id for turn in turns}
+        missing = [turn_id for turn_id in params.turn_ids if turn_id not in found]
+        if missing:
+            raise NotFound(f"turn not found: {', '.join(missing)}")
+        if params.session_id is not None:
+            turns = [turn for turn in turns if turn.session_id == params.session_id]
+        return api.GetTurnsResult(turns=turns)
+
+    async def list_items(self, client: Client, params: api.ListItemsParams) -> Page[LoggedItem, int]:
+        await self.state.check_scope(params.conversation_id, params.session_id)
+        if params.cursor is not None and params.cursor < 0:
+            raise InvalidParams("must not be negative @ $.cursor")
+        return await self.state.storage.list_items(
+            params.conversation_id,
+            session_id=params.session_id,
+            cursor=params.cursor,
+            limit=params.limit or api.DEFAULT_LIMIT,
+            order=params.order,
+        )
+
+    async def get_session_context_usage(
+        self, client: Client, params: api.GetSessionContextUsageParams
+    ) -> api.SessionContextUsage:
+        state = self.state
+        session = await state.session(params.conversation_id, params.session_id)
+        opened = state.open.get(params.conversation_id)
+        runner = state.runner(session)
+        history = runner.loaded_history if runner else None
+        if history is None:
+            history = await all_session_items(state.storage, session.conversation_id, session.id)
+        items = context.model_items(history)  # what the model sees, after any compaction
+        definitions = await state.definitions_of(client, params.conversation_id)
+        try:
+            model: ModelDefinition | None = resolve_model(definitions, session.model, session.agent_name)
+        except NoModelConfigured:
+            model = None
+        window = model.context_window if model else 0
+        tools = opened.tools(definitions, session) if opened else local_tools()
+        instructions = runner.instructions(definitions) if runner else ""
+        last = runner.last_call if runner else None
+        return api.SessionContextUsage(
+            items=[api.ItemTokens(item_id=item.id, tokens=context.estimate_item(item)) for item in items],
+            next_request=runner.next_request_usage(window) if runner else ContextUsage(window=window),
+            system_tokens=context.estimate_text(instructions),
+            threshold_tokens=compaction.threshold(model),
+            tool_tokens=context.estimate_tools(context.tool_specs(tools)),
+            window=window,
+            last_request=(
+                api.LastRequestUsage(
+                    estimated_tokens=last.usage.input_tokens if last.usage_estimated else 0,
+                    model=ModelRef(provider=last.provider, name=last.model),
+                    model_call_id=last.id,
+                    usage=last.usage,
+                )
+                if last
+                else None
+            ),
+        )
+
+    async def query(self, client: Client, params: api.QueryParams) -> api.QueryResult:
+        """SQL on the history; cancelling the call interrupts the query."""
+        try:
+            result = await self.state.storage.query(
+                params.sql, params.parameters or [], params.limit or api.DEFAULT_QUERY_LIMIT
+            )
+        except QueryError as exc:
+            raise InvalidParams(f"{exc.message} @ $.{exc.field}") from None
+        except StorageClosedError:
+            raise RuntimeStopped() from None
+        return api.QueryResult(
+            columns=[api.QueryColumn(name=c.name, type=c.type) for c in result.columns],
+            rows=result.rows,
+            truncated=result.truncated,
+        )

@@ -1,0 +1,145 @@
+"""Whether a tool call runs, waits for the user's approval, or is refused.
+
+In order: a preToolUse hook that asks; a remembered `allowAlways` of the conversation; the agent's rule
+for the tool (its exact name, else the longest matching glob), then its `default`; a hook that allows;
+else the defaults a careful user would pick — reads, file writes and edits (the file tools keep to the
+workspace themselves), skills, sub-agents, MCP and editor tools run; the shell runs inside the
+sandbox; a command that must leave the sandbox (`outside_sandbox`, or a sandbox that cannot start
+here) asks. An explicit `allow` rule for the shell lets its commands leave the sandbox unasked too.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import shlex
+from typing import Any
+
+import attrs
+
+from openvaala_lsp.definitions import AgentDefinition, PermissionDecision, Sandbox, SandboxMode
+from openvaala_lsp.model import AlwaysAllowed
+from openvaala_lsp.protocol.api import ApprovalRequest
+from openvaala_lsp.tools.base import SandboxPolicy, ToolContext
+from openvaala_lsp.tools.sandbox import SandboxState
+
+SHELL = "shell"
+PATH_ARGUMENTS = ("path", "file_path", "workdir")
+_SUBCOMMAND = re.compile(r"^[A-Za-z][A-Za-z0-9:_-]*$")
+
+
+@attrs.frozen
+class Verdict:
+    decision: PermissionDecision
+    reason: str  # for the model when refused, for the user when asked
+    sandbox: SandboxPolicy | None  # where a shell command runs if it runs
+    request: ApprovalRequest | None = None  # what the user is asked
+    note: str | None = None  # for the model with the result: why it ran unsandboxed
+
+
+def sandbox_policy(sandbox: Sandbox | None, context: ToolContext) -> SandboxPolicy | None:
+    """The sandbox commands run in for this agent, None when it is off."""
+    sandbox = sandbox or Sandbox()
+    if sandbox.mode is SandboxMode.OFF:
+        return None
+    writable = tuple(context.roots) if sandbox.mode is SandboxMode.WORKSPACE_WRITE else ()
+    return SandboxPolicy(writable=writable, visible=(*context.roots, context.directory), network=sandbox.network)
+
+
+def decide(
+    tool: str,
+    arguments: dict[str, Any],
+    agent: AgentDefinition | None,
+    remembered: list[AlwaysAllowed],
+    context: ToolContext,
+    sandbox: SandboxState,
+    hook: HookPermission | None = None,
+) -> Verdict:
+    """In order: a hook that asks; a remembered `allowAlways`; the agent's rule for the tool, then
+    its default (a hook's allow skips their asking, never their deny); a hook that allows; the
+    defaults."""
+    policy = sandbox_policy(agent.sandbox if agent else None, context)
+    outside = tool == SHELL and arguments.get("outside_sandbox") is True
+    command = arguments.get("command") if tool == SHELL and isinstance(arguments.get("command"), str) else None
+    unusable = tool == SHELL and policy is not None and not sandbox.usable
+    runs_in = None if outside or policy is None or not sandbox.usable else policy
+    note = f"[ran without the sandbox, which cannot start here: {sandbox.reason}]" if unusable and not outside else None
+
+    def verdict(decision: PermissionDecision, reason: str) -> Verdict:
+        request = None
+        if decision is PermissionDecision.ASK:
+            paths = [value for key in PATH_ARGUMENTS if isinstance(value := arguments.get(key), str)]
+            request = ApprovalRequest(
+                tool=tool, arguments=arguments, reason=reason, command=command, paths=paths or None
+            )
+        return Verdict(decision, reason, runs_in, request, note if decision is not PermissionDecision.DENY else None)
+
+    if hook is not None and hook.decision == "ask":
+        return verdict(PermissionDecision.ASK, hook.reason or "a hook asks for the user's approval")
+    if any(remembers(rule, tool, command, outside) for rule in remembered):
+        return verdict(PermissionDecision.ALLOW, "allowed for the rest of the conversation")
+    rules = agent.permissions.tools or {} if agent and agent.permissions else {}
+    rule = rules.get(tool)
+    if rule is None:
+        globs = sorted((p for p in rules if fnmatch.fnmatchcase(tool, p)), key=len, reverse=True)
+        rule = rules[globs[0]] if globs else None
+    why = f"the agent's rule for {tool}"
+    if rule is None and agent and agent.permissions and agent.permissions.default is not None:
+        rule, why = agent.permissions.default, "the agent's default"
+    if rule is PermissionDecision.DENY or (rule is not None and (hook is None or rule is PermissionDecision.ALLOW)):
+        return verdict(rule, f"{why}: {rule.value}")
+    if hook is not None:  # allow
+        return verdict(PermissionDecision.ALLOW, hook.reason or "allowed by a hook")
+    if tool != SHELL or policy is None:
+        return verdict(PermissionDecision.ALLOW, "allowed by default")
+    if outside:
+        justification = arguments.get("justification")
+        said = f": {justification}" if isinstance(justification, str) and justification else ""
+        return verdict(PermissionDecision.ASK, f"runs outside the sandbox{said}")
+    if unusable:
+        return verdict(
+            PermissionDecision.ASK, f"the sandbox cannot start here ({sandbox.reason}), so it would run unsandboxed"
+        )
+    return verdict(PermissionDecision.ALLOW, "allowed inside the sandbox")
+
+
+@attrs.frozen
+class HookPermission:
+    """What the preToolUse hooks said: "ask" or "allow" (a deny never gets this far)."""
+
+    decision: str
+    reason: str | None = None
+
+
+_CONTROL = re.compile(r"[;&|`$<>\n\r]")  # chaining, substitution, redirection: no prefix speaks for those
+
+
+def remembers(rule: AlwaysAllowed, tool: str, command: str | None, outside: bool = False) -> bool:
+    """Whether a remembered `allowAlways` covers this call. A shell rule covers only a plain command
+    with its prefix: `git status -s` under `git status`, but not `git status && curl … | sh`; and only
+    a rule remembered outside the sandbox covers a command run outside it."""
+    if rule.tool != tool or (outside and not rule.outside_sandbox):
+        return False
+    if rule.command_prefix is None:
+        return True
+    if command is None or _CONTROL.search(command):
+        return False
+    return command == rule.command_prefix or command.startswith(rule.command_prefix + " ")
+
+
+def always_allowed(tool: str, arguments: dict[str, Any]) -> AlwaysAllowed:
+    """What `allowAlways` remembers: the tool, and for the shell the command's prefix — its program and,
+    when it reads as one, its subcommand (`git status -s` remembers `git status`; `ls -la`, `ls`) — and
+    whether it ran outside the sandbox."""
+    command = arguments.get("command")
+    if tool != SHELL or not isinstance(command, str) or not command.strip():
+        return AlwaysAllowed(tool=tool)
+    outside = arguments.get("outside_sandbox") is True
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    if not words:
+        return AlwaysAllowed(tool=tool)
+    prefix = words[:2] if len(words) > 1 and _SUBCOMMAND.match(words[1]) else words[:1]
+    return AlwaysAllowed(tool=tool, command_prefix=" ".join(prefix), outside_sandbox=outside)

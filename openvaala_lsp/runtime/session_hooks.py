@@ -1,0 +1,40 @@
+"""Hooks fired for one session, the same way at every point of its life: with the session's ids in
+the payload, in the conversation's directory and environment. A hook that fails is reported to the
+session's subscribers as an `error` event and never fails the turn."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from openvaala_lsp.hooks import HookOutcome, HookRunner
+from openvaala_lsp.model import ErrorInfo, Session
+from openvaala_lsp.protocol import events
+
+HOOK_FAILED = "hookFailed"
+
+
+class SessionHooks:
+    def __init__(
+        self,
+        runner: HookRunner,
+        session: Session,
+        *,
+        cwd: str,
+        environment: Mapping[str, str],
+        publish: Callable[[Any], None],
+    ) -> None:
+        self.runner = runner  # the hooks of the definitions the turn started with
+        self._session = session
+        self._cwd = cwd
+        self._environment = environment
+        self._publish = publish
+
+    async def fire(self, event: str, payload: dict[str, Any], match: str | None = None) -> HookOutcome:
+        if not self.runner.matching(event, match):
+            return HookOutcome()
+        payload = {"session_id": self._session.id, "conversation_id": self._session.conversation_id, **payload}
+        outcome = await self.runner.run(event, payload, match=match, cwd=self._cwd, environment=self._environment)
+        for message in [*outcome.errors, *outcome.system_messages]:
+            self._publish(events.ErrorEvent(error=ErrorInfo(kind=HOOK_FAILED, message=message)))
+        return outcome

@@ -1,0 +1,202 @@
+"""Running the tool calls of one model response. Each call first passes its preToolUse hooks and the
+permissions (`permissions.py`), waiting for the user's approval where they ask; then the calls are
+saved together (they are one assistant message to the model) and run in order, each followed by its
+postToolUse hooks. Whatever goes wrong (an unknown tool, bad arguments, a crash, a refusal) becomes
+the call's result, which the model reads and can act on; only an interrupt ends the turn."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+import attrs
+
+from openvaala_lsp.definitions import AgentDefinition, PermissionDecision
+from openvaala_lsp.hooks import HookOutcome
+from openvaala_lsp.model import AddressKind, Content, Item, ItemStatus, ItemType, ToolCall, ToolResult
+from openvaala_lsp.protocol.api import ApprovalDecision
+from openvaala_lsp.runtime import permissions
+from openvaala_lsp.runtime.approvals import Answer, Approvals
+from openvaala_lsp.runtime.hosts import SessionHost
+from openvaala_lsp.runtime.session_hooks import SessionHooks
+from openvaala_lsp.runtime.streaming import TurnItems
+from openvaala_lsp.tools import sandbox
+from openvaala_lsp.tools.base import Tool, ToolContext, ToolOutput
+
+logger = logging.getLogger(__name__)
+
+INTERRUPTED_TOOL_TEXT = "[interrupted: the tool was stopped]"
+
+
+@attrs.define(eq=False)
+class CallGate:
+    """What decides whether a turn's calls run: the agent's permissions and sandbox, what the user
+    allowed for the conversation, and the user, asked through the session's approvals."""
+
+    agent: AgentDefinition | None
+    host: SessionHost
+    approvals: Approvals
+
+
+@attrs.define(eq=False)
+class PlannedCall:
+    index: int  # the call's itemIndex while it streams
+    call: ToolCall  # with the arguments a hook put in its place
+    context: ToolContext  # where it runs, in which sandbox
+    refusal: str | None = None  # why it does not run, for the model
+    said: list[str] = attrs.Factory(list)  # notes for the model with the result
+
+
+async def run_tool_calls(
+    indexes: list[int],
+    tools: dict[str, Tool],
+    items: TurnItems,
+    hooks: SessionHooks,
+    gate: CallGate,
+    context: ToolContext,
+) -> bool:
+    """Decides, saves and runs the calls still streaming at `indexes`; True if a hook says the turn
+    must stop (the calls after the one it stopped at are not made)."""
+    planned: list[PlannedCall] = []
+    stop = False
+    for index in indexes:
+        plan, stop = await _plan(index, tools, items, hooks, gate, context)
+        planned.append(plan)
+        if stop:
+            break
+    for index in indexes:
+        await items.complete(index, ItemStatus.COMPLETED)
+    for plan in planned:
+        if await _run(plan, tools, items, hooks):
+            return True
+    return stop
+
+
+async def _plan(
+    index: int, tools: dict[str, Tool], items: TurnItems, hooks: SessionHooks, gate: CallGate, context: ToolContext
+) -> tuple[PlannedCall, bool]:
+    item = items.streaming[index]
+    assert item.tool_call is not None
+    call = item.tool_call
+    before = await hooks.fire(
+        "preToolUse", {"tool_name": call.name, "tool_input": json_object(call.arguments)}, call.name
+    )
+    plan = PlannedCall(index=index, call=call, context=context)
+    if before.blocked:
+        plan.refusal = f"blocked by a hook: {before.reason}"
+        return plan, before.stop
+    if before.updated_input is not None:
+        plan.call = attrs.evolve(call, arguments=json.dumps(before.updated_input))
+    arguments = _arguments(plan.call)
+    if plan.call.name not in tools or arguments is None:
+        return plan, before.stop  # it cannot run: running it says why
+    await _permit(plan, item, arguments, gate, before)
+    return plan, before.stop
+
+
+async def _permit(
+    plan: PlannedCall, item: Item, arguments: dict[str, Any], gate: CallGate, before: HookOutcome
+) -> None:
+    hook = permissions.HookPermission(before.permission, before.ask_reason) if before.permission else None
+    state = await asyncio.to_thread(sandbox.state)  # probed once per process, off the event loop
+    remembered = gate.host.always_allowed()
+    verdict = permissions.decide(plan.call.name, arguments, gate.agent, remembered, plan.context, state, hook)
+    plan.context = attrs.evolve(plan.context, sandbox=verdict.sandbox)
+    if verdict.note:
+        plan.said.append(verdict.note)
+    if verdict.decision is PermissionDecision.DENY:
+        plan.refusal = f"not allowed ({verdict.reason}); do not retry it as it is: find another way, or ask the user"
+        return
+    if verdict.decision is PermissionDecision.ALLOW:
+        return
+    assert verdict.request is not None
+    item.status = ItemStatus.AWAITING_APPROVAL  # in snapshots until answered; the events say so
+    try:
+        answer = await gate.approvals.ask(item.id, verdict.request)
+    finally:
+        item.status = ItemStatus.STREAMING
+    if answer.decision is ApprovalDecision.ALLOW_ALWAYS:
+        await gate.host.remember_allowed(permissions.always_allowed(plan.call.name, arguments))
+    if not answer.allowed:
+        plan.refusal = _denial(verdict.reason, answer)
+    elif answer.message:
+        plan.said.append(f"[the user allowed it and said: {answer.message}]")
+
+
+def _denial(reason: str, answer: Answer) -> str:
+    if answer.by.kind is AddressKind.SESSION:  # nobody could answer
+        return f"not run: it needs the user's approval ({reason}), but {answer.message}"
+    said = f": {answer.message}" if answer.message else ""
+    return f"the user denied this call ({reason}){said}"
+
+
+async def _run(plan: PlannedCall, tools: dict[str, Tool], items: TurnItems, hooks: SessionHooks) -> bool:
+    """Runs one decided call and saves its result item; True if a postToolUse hook stops the turn."""
+    call = plan.call
+    index = items.start(
+        ItemType.TOOL_RESULT,
+        tool_result=ToolResult(call_id=call.call_id, name=call.name),
+        content=[Content(type="text", text="")],
+    )
+    item = items.streaming[index]
+    assert item.tool_result is not None
+    after = HookOutcome()
+    try:
+        if plan.refusal is not None:
+            output = ToolOutput(text=plan.refusal, is_error=True)
+        else:
+            output = await tool_output(call, tools, plan.context)
+            tool_input = json_object(call.arguments)
+            payload = {"tool_name": call.name, "tool_input": tool_input, "tool_response": output.text}
+            after = await hooks.fire("postToolUse", payload, call.name)
+            feedback = [after.reason] if after.blocked and after.reason else []
+            if plan.said or feedback or after.additional_context:
+                text = "\n\n".join([*plan.said, output.text, *feedback, *after.additional_context])
+                output = ToolOutput(text=text, is_error=output.is_error)
+    except asyncio.CancelledError:
+        item.content = [Content(type="text", text=INTERRUPTED_TOOL_TEXT)]
+        item.tool_result.is_error = True
+        raise
+    item.content = [Content(type="text", text=output.text)]
+    item.tool_result.is_error = output.is_error
+    await items.complete(index, ItemStatus.COMPLETED)
+    return after.stop
+
+
+async def tool_output(call: ToolCall, tools: dict[str, Tool], context: ToolContext) -> ToolOutput:
+    tool = tools.get(call.name)
+    if tool is None:
+        return ToolOutput(text=f"unknown tool: {call.name}; available: {', '.join(sorted(tools))}", is_error=True)
+    try:
+        arguments = json.loads(call.arguments or "{}")
+    except ValueError as exc:
+        return ToolOutput(text=f"the arguments are not valid JSON ({exc}): {call.arguments[:200]}", is_error=True)
+    if not isinstance(arguments, dict):
+        return ToolOutput(text="the arguments must be a JSON object", is_error=True)
+    try:
+        return await tool.run(arguments, context)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        logger.exception("tool %s crashed", call.name)
+        return ToolOutput(text=f"the tool failed: {type(exc).__name__}: {exc}", is_error=True)
+
+
+def _arguments(call: ToolCall) -> dict[str, Any] | None:
+    """The call's arguments, if they are the JSON object a tool takes."""
+    try:
+        value = json.loads(call.arguments or "{}")
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """The arguments as hooks see them: {} when they are not an object."""
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,352 @@
+"""The agent loop: one turn of a session. It records the turn's inputs, then calls the model, streams
+its answer into items, runs the tool calls it makes, and repeats until the model stops (or a hook,
+an interrupt or an error ends the turn). The session around it (`TurnOwner`) keeps the queue, the
+history and the accounting; this module only drives one turn through them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, Protocol
+
+import attrs
+
+from openvaala_lsp.definitions import Definitions, ModelDefinition
+from openvaala_lsp.model import (
+    Address,
+    AddressKind,
+    CompactionTrigger,
+    Content,
+    ContextUsageSource,
+    ErrorInfo,
+    Item,
+    ItemStatus,
+    ItemType,
+    ModelCall,
+    PendingInput,
+    Session,
+    SessionState,
+    TokenUsage,
+    ToolCall,
+    Turn,
+    TurnStatus,
+    new_id,
+    utcnow,
+)
+from openvaala_lsp.protocol import events
+from openvaala_lsp.protocol.errors import NoModelConfigured
+from openvaala_lsp.providers import base as provider_events
+from openvaala_lsp.providers.base import Provider, ProviderError, ToolSpec
+from openvaala_lsp.providers.errors import CONTEXT_LENGTH_EXCEEDED
+from openvaala_lsp.runtime import catalog, compaction, context
+from openvaala_lsp.runtime.accounting import SessionUsage
+from openvaala_lsp.runtime.approvals import Approvals
+from openvaala_lsp.runtime.hosts import SessionHost
+from openvaala_lsp.runtime.input_queue import InputQueue
+from openvaala_lsp.runtime.model_clients import resolve_model
+from openvaala_lsp.runtime.session_hooks import SessionHooks
+from openvaala_lsp.runtime.streaming import TurnItems
+from openvaala_lsp.runtime.tool_calls import CallGate, run_tool_calls
+
+logger = logging.getLogger(__name__)
+
+MAX_STOP_CONTINUATIONS = 3
+HOOK_BLOCKED = "hookBlocked"
+
+
+class TurnOwner(Protocol):
+    """What the loop needs from the session that runs the turn."""
+
+    @property
+    def session(self) -> Session: ...
+
+    @property
+    def host(self) -> SessionHost: ...
+
+    @property
+    def queue(self) -> InputQueue: ...
+
+    @property
+    def usage(self) -> SessionUsage: ...
+
+    @property
+    def approvals(self) -> Approvals: ...
+
+    def publish(self, event: Any) -> None: ...
+
+    def set_state(self, state: SessionState) -> None: ...
+
+    def saved(self, ordinal: int, item: Item) -> None:
+        """An item is in the log now: the history grows and subscribers hear `itemCompleted`."""
+
+    async def history(self) -> list[Item]: ...
+
+    async def session_context(self, history: Sequence[Item], turn: Turn, hooks: SessionHooks) -> list[str]:
+        """Context from the sessionStart hooks, which fire once per session and runtime."""
+
+    def instructions(self, definitions: Definitions) -> str: ...
+
+
+TurnWork = Callable[["TurnOwner", "ActiveTurn", list[PendingInput]], Awaitable[None]]
+"""What a turn does (`execute`, or `compaction_turn`): it leaves its outcome in the turn."""
+
+
+@attrs.define(eq=False)
+class ActiveTurn:
+    turn: Turn
+    definitions: Definitions
+    model: ModelDefinition
+    items: TurnItems
+    hooks: SessionHooks  # the hooks of the definitions the turn started with
+    task: asyncio.Task[None] | None = None
+    interrupting: bool = False
+    context: list[str] = attrs.Factory(list)  # hook-added context for this turn's requests
+    # until the turn has recorded its inputs an interrupt only marks it: the inputs belong to the turn
+    committed: bool = False
+    auto_compacted: bool = False  # automatic compaction runs at most once per turn
+    request_tokens: int = 0  # the estimated size of the request being made
+    overflow_retried: bool = False  # a context-length error gets one compaction and one retry
+
+
+async def execute(owner: TurnOwner, active: ActiveTurn, inputs: list[PendingInput]) -> None:
+    """Runs the turn to its end, leaving its outcome in `active.turn` (status, error); never raises
+    but for the runtime itself going away."""
+    turn = active.turn
+    try:
+        blocked: list[str] = []
+        for pending in inputs:
+            prompt = await active.hooks.fire("userPromptSubmit", {"prompt": context.item_text(pending.item)})
+            active.context += prompt.additional_context
+            if prompt.blocked:
+                blocked.append(prompt.reason or "blocked by a hook")
+            # a blocked prompt stays in the history, marked withdrawn: never sent to the model
+            await record_input(owner, pending, turn.id, ItemStatus.WITHDRAWN if prompt.blocked else None)
+        active.committed = True
+        if active.interrupting:
+            raise asyncio.CancelledError
+        if blocked:
+            turn.status = TurnStatus.FAILED
+            turn.error = ErrorInfo(kind=HOOK_BLOCKED, message="\n\n".join(blocked))
+        else:
+            await _loop(owner, active)
+            turn.status = TurnStatus.COMPLETED
+    except asyncio.CancelledError:
+        turn.status = TurnStatus.INTERRUPTED
+    except ProviderError as exc:
+        turn.status = TurnStatus.FAILED
+        turn.error = ErrorInfo(kind=exc.kind, message=exc.message)
+    except Exception as exc:
+        logger.exception("turn %s failed", turn.id)
+        turn.status = TurnStatus.FAILED
+        turn.error = ErrorInfo(kind="internal", message=f"{type(exc).__name__}: {exc}")
+
+
+async def record_input(owner: TurnOwner, pending: PendingInput, turn_id: str, status: ItemStatus | None = None) -> None:
+    """Moves an input from the queue into the log, as part of `turn_id`."""
+    item = attrs.evolve(pending.item, turn_id=turn_id, status=status or ItemStatus.COMPLETED)
+    ordinal = await owner.host.storage.append_item(item, input_id=pending.input_id, durable=True)
+    await owner.queue.recorded(pending)
+    owner.publish(events.PendingInputRemoved(item_id=item.id, reason="taken"))
+    owner.saved(ordinal, item)
+
+
+async def _loop(owner: TurnOwner, active: ActiveTurn) -> None:
+    host, session = owner.host, owner.session
+    await host.start_mcp(active.definitions, session.agent_name, wait=True)
+    history = await owner.history()
+    session_context = await owner.session_context(history, active.turn, active.hooks)
+    instructions = "\n\n".join([owner.instructions(active.definitions), *session_context])
+    provider: Provider | None = None
+    stop_continuations = 0
+    agent = catalog.configured_agent(active.definitions, session.agent_name)
+    while True:
+        for pending in owner.queue.claim_steering(active.turn.id):
+            await record_input(owner, pending, active.turn.id)
+        model = _current_model(owner, active)  # setSessionModel takes effect at the next model call
+        if provider is None or model is not active.model:
+            active.model = model
+            provider = await host.provider(model)
+        # tools are taken at each call: an MCP server that became ready or changed its list joins in
+        tools = host.tools(active.definitions, session)
+        by_name = {tool.name: tool for tool in tools}
+        specs = context.tool_specs(tools)
+        system = "\n\n".join([instructions, *active.context])
+        if not active.auto_compacted and _over_threshold(owner, model, system, specs, await owner.history()):
+            active.auto_compacted = True
+            await compaction.compact(owner, active, CompactionTrigger.AUTO)
+        history = await owner.history()
+        active.request_tokens = context.estimate_request(system, specs, history)
+        request = context.build_request(
+            model.ref.name,
+            system,
+            history,
+            specs,
+            max_output_tokens=model.max_output_tokens,
+            reasoning_effort=session.model.reasoning_effort,
+        )
+        try:
+            # aclosing: a stream left early (error, interrupt) closes its connection at once
+            async with contextlib.aclosing(provider.stream(request)) as stream:  # type: ignore[type-var]
+                calls = await _call_model(owner, active, stream)
+        except ProviderError as exc:
+            if exc.kind != CONTEXT_LENGTH_EXCEEDED or active.overflow_retried or active.items.streaming:
+                raise
+            active.overflow_retried = active.auto_compacted = True
+            outcome = await compaction.compact(owner, active, CompactionTrigger.OVERFLOW)
+            if not outcome.compacted:
+                raise
+            continue  # the same call once more, with the compacted context
+        if not calls:
+            history = await owner.history()
+            last = next((i for i in reversed(history) if i.type == ItemType.ASSISTANT_MESSAGE), None)
+            text = context.item_text(last) if last is not None else ""
+            payload = {"stop_hook_active": stop_continuations > 0, "last_assistant_message": text}
+            stopping = await active.hooks.fire("stop", payload)
+            if not stopping.blocked or stopping.stop or stop_continuations >= MAX_STOP_CONTINUATIONS:
+                return
+            # a blocking stop hook keeps the agent going, with its reason as the next message
+            stop_continuations += 1
+            await active.items.append(_hook_message(active.turn, stopping.reason or "continue"))
+            continue
+        gate = CallGate(agent=agent, host=host, approvals=owner.approvals)
+        if await run_tool_calls(calls, by_name, active.items, active.hooks, gate, host.tool_context()):
+            return  # a hook said `continue: false`
+
+
+def _current_model(owner: TurnOwner, active: ActiveTurn) -> ModelDefinition:
+    """The session's model now; the turn's until then if the definitions no longer have one."""
+    try:
+        model = resolve_model(active.definitions, owner.session.model, owner.session.agent_name)
+    except NoModelConfigured:
+        return active.model
+    return active.model if model == active.model else model
+
+
+def _over_threshold(
+    owner: TurnOwner, model: ModelDefinition, system: str, specs: list[ToolSpec], history: list[Item]
+) -> bool:
+    """Whether the next request would pass the model's compaction threshold: the last call's actual
+    size plus what was added since, or an estimate of the whole before any call."""
+    limit = compaction.threshold(model)
+    projected = owner.usage.next_request(history, model.context_window)
+    if projected.source is ContextUsageSource.UNKNOWN:
+        return limit > 0 and context.estimate_request(system, specs, history) > limit
+    return limit > 0 and projected.tokens > limit
+
+
+async def compaction_turn(owner: TurnOwner, active: ActiveTurn, inputs: list[PendingInput]) -> None:
+    """A turn of compactContext: it compacts the context, and does nothing else."""
+    turn = active.turn
+    active.committed = True
+    try:
+        outcome = await compaction.compact(owner, active, CompactionTrigger.MANUAL)
+        turn.status = TurnStatus.COMPLETED if outcome.compacted else TurnStatus.FAILED
+        turn.error = outcome.error
+    except asyncio.CancelledError:
+        turn.status = TurnStatus.INTERRUPTED
+    except Exception as exc:
+        logger.exception("compaction turn %s failed", turn.id)
+        turn.status = TurnStatus.FAILED
+        turn.error = ErrorInfo(kind="internal", message=f"{type(exc).__name__}: {exc}")
+
+
+async def _call_model(owner: TurnOwner, active: ActiveTurn, stream: AsyncIterator[Any]) -> list[int]:
+    """Streams one model response into items and saves them, but for the tool calls it made: their
+    itemIndexes are returned, still streaming."""
+    turn, model, items = active.turn, active.model, active.items
+    record = ModelCall(
+        id=new_id("call"),
+        conversation_id=turn.conversation_id,
+        session_id=turn.session_id,
+        turn_id=turn.id,
+        provider=model.ref.provider,
+        model=model.ref.name,
+        started_at=utcnow(),
+        workspace=owner.host.workspace_root(),
+    )
+    started = time.monotonic()
+    text_index: int | None = None
+    reasoning_index: int | None = None
+    tool_indexes: dict[int, int] = {}  # provider's tool call index -> itemIndex
+    completed: provider_events.Completed | None = None
+    try:
+        async for event in stream:
+            if record.first_token_ms is None:
+                record.first_token_ms = int((time.monotonic() - started) * 1000)
+            if isinstance(event, provider_events.TextDelta):
+                if text_index is None:
+                    text_index = items.start_text(ItemType.ASSISTANT_MESSAGE)
+                items.append_text(text_index, event.text)
+            elif isinstance(event, provider_events.ReasoningDelta):
+                if reasoning_index is None:
+                    reasoning_index = items.start_text(ItemType.REASONING)
+                items.append_text(reasoning_index, event.text)
+            elif isinstance(event, provider_events.ReasoningDone):
+                if reasoning_index is None:
+                    reasoning_index = items.start(ItemType.REASONING, content=[])
+                item = items.streaming[reasoning_index]
+                item.provider_data = (item.provider_data or []) + [event.data]
+            elif isinstance(event, provider_events.ToolCallStarted):
+                call = ToolCall(call_id=event.call_id, name=event.name, arguments="")
+                tool_indexes[event.index] = items.start(ItemType.TOOL_CALL, tool_call=call)
+            elif isinstance(event, provider_events.ToolCallDelta):
+                index = tool_indexes.get(event.index)
+                if index is not None:
+                    items.append_arguments(index, event.arguments)
+            elif isinstance(event, provider_events.ToolCallDone):
+                index = tool_indexes.get(event.index)
+                if index is None:
+                    index = tool_indexes[event.index] = items.start(
+                        ItemType.TOOL_CALL, tool_call=attrs.evolve(event.call, arguments="")
+                    )
+                item = items.streaming[index]
+                assert item.tool_call is not None
+                missing = event.call.arguments[len(item.tool_call.arguments) :]
+                if event.call.arguments.startswith(item.tool_call.arguments) and missing:
+                    items.append_arguments(index, missing)
+                else:
+                    item.tool_call.arguments = event.call.arguments
+            elif isinstance(event, provider_events.Completed):
+                completed = event
+    except BaseException as exc:
+        record.error = "interrupted" if isinstance(exc, asyncio.CancelledError) else f"{type(exc).__name__}: {exc}"
+        raise
+    finally:
+        record.latency_ms = int((time.monotonic() - started) * 1000)
+        await _account(owner, active, record, completed.usage if completed is not None else None)
+    # tool calls stay streaming until they are decided (they may wait for the user's approval)
+    calls = [index for index, item in sorted(items.streaming.items()) if item.type == ItemType.TOOL_CALL]
+    for index in sorted(set(items.streaming) - set(calls)):
+        await items.complete(index, ItemStatus.COMPLETED)
+    return calls
+
+
+async def _account(owner: TurnOwner, active: ActiveTurn, record: ModelCall, reported: TokenUsage | None) -> None:
+    history = await owner.history()
+    # a call that failed before any answer (an HTTP error, a refused connection) used no tokens
+    answered = reported is not None or record.first_token_ms is not None
+    produced = active.items.streaming.values()
+    window = active.model.context_window
+    owner.usage.record(record, reported, history, produced, window, sent=active.request_tokens, answered=answered)
+    await owner.host.storage.append_model_call(record)
+    active.turn.usage = active.turn.usage + record.usage
+    owner.publish(events.UsageUpdated(usage=owner.usage.usage))
+    owner.publish(events.ContextUsageUpdated(context=owner.usage.context))
+
+
+def _hook_message(turn: Turn, text: str) -> Item:
+    """What a blocking stop hook says, as the next user message of the turn."""
+    return Item(
+        id=new_id("item"),
+        conversation_id=turn.conversation_id,
+        session_id=turn.session_id,
+        turn_id=turn.id,
+        type=ItemType.USER_MESSAGE,
+        created_at=utcnow(),
+        content=[Content(type="text", text=text)],
+        from_=Address(kind=AddressKind.HOOK, name="stop"),
+    )

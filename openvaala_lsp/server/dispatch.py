@@ -1,0 +1,108 @@
+"""The translation between wire JSON and runtime calls, free of any transport: a request's params
+structured into its params type, the runtime method called, its result unstructured or its error
+turned into the wire's error; a subscription's events turned into notifications.
+
+The pygls connection uses it for editors; the in-process test harness uses the very same code, so
+what a test sees is what an editor gets, minus the framing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from openvaala_lsp.model import ErrorInfo
+from openvaala_lsp.protocol import events
+from openvaala_lsp.protocol.codes import CODES, INTERNAL_ERROR, INVALID_PARAMS
+from openvaala_lsp.protocol.converter import ParamsError, structure, unstructure
+from openvaala_lsp.protocol.errors import InvalidParams, RuntimeApiError, RuntimeStopped
+from openvaala_lsp.protocol.methods import PREFIX, RequestSpec
+from openvaala_lsp.runtime import subscriptions
+from openvaala_lsp.runtime.client import Client
+from openvaala_lsp.runtime.core import Runtime
+from openvaala_lsp.runtime.subscriptions import Subscription
+from openvaala_lsp.server import messages
+
+logger = logging.getLogger(__name__)
+
+NOTIFY = {
+    subscriptions.CONVERSATION: PREFIX + "conversationEvent",
+    subscriptions.SESSION: PREFIX + "sessionEvent",
+    subscriptions.RUNNING: PREFIX + "runningConversations",
+}
+SUBSCRIPTION_CLOSED = PREFIX + "subscriptionClosed"
+
+
+class WireError(Exception):
+    """An error as the wire carries it: code, message, data (always with `kind`)."""
+
+    def __init__(self, code: int, message: str, data: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    @property
+    def kind(self) -> str:
+        return str(self.data["kind"])
+
+
+def params_error(method: str, problems: list[str]) -> WireError:
+    problems = messages.bounded_problems(problems)
+    message = f"invalid params for {method}: {'; '.join(problems)}"
+    return WireError(INVALID_PARAMS, message, {"kind": "invalidParams", "errors": problems})
+
+
+def runtime_error(error: RuntimeApiError) -> WireError:
+    return WireError(CODES.get(error.kind, INTERNAL_ERROR), error.message, {"kind": error.kind})
+
+
+async def dispatch(runtime: Runtime, client: Client, spec: RequestSpec, params: Any) -> Any:
+    """The wire result of one request; raises WireError."""
+    try:
+        typed: Any = structure({} if params is None else params, spec.params)
+    except ParamsError as exc:
+        raise params_error(spec.method, exc.problems) from None
+    try:
+        result = await getattr(runtime, spec.runtime)(client, typed)
+    except InvalidParams as exc:
+        raise params_error(spec.method, [exc.message]) from None
+    except RuntimeApiError as exc:
+        raise runtime_error(exc) from None
+    except Exception:
+        logger.exception("%s failed", spec.method)
+        raise WireError(INTERNAL_ERROR, f"internal error in {spec.method}", {"kind": "internal"}) from None
+    return unstructure(result)
+
+
+def coalesce(batch: list[Any]) -> list[Any]:
+    """Merges consecutive deltas of one item; the result describes exactly the same state."""
+    merged: list[Any] = []
+    for event in batch:
+        last = merged[-1] if merged else None
+        if isinstance(event, events.ItemDelta) and isinstance(last, events.ItemDelta) and last.item_id == event.item_id:
+            merged[-1] = events.ItemDelta(
+                item_index=last.item_index, item_id=last.item_id, delta=last.delta + event.delta
+            )
+        else:
+            merged.append(event)
+    return merged
+
+
+def notifications(sub: Subscription, seq: int, batch: list[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(method, params) of the notifications carrying `batch`, numbered from `seq` + 1: a session's
+    events travel together (deltas coalesced), other subscriptions send one event per notification."""
+    method = NOTIFY[sub.kind]
+    if sub.kind == subscriptions.SESSION:
+        yield method, {"subscriptionId": sub.id, "seq": seq + 1, "events": unstructure(coalesce(batch))}
+        return
+    for event in batch:
+        seq += 1
+        payload = {"event": unstructure(event)} if sub.kind == subscriptions.CONVERSATION else unstructure(event)
+        yield method, {"subscriptionId": sub.id, "seq": seq, **payload}
+
+
+def closed_notification(sub: Subscription) -> tuple[str, dict[str, Any]]:
+    reason = sub.close_reason or ErrorInfo(kind=RuntimeStopped.kind, message=RuntimeStopped.default_message)
+    return SUBSCRIPTION_CLOSED, {"subscriptionId": sub.id, "reason": unstructure(reason)}

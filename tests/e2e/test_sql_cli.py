@@ -1,0 +1,134 @@
+"""`openvaala sql` as a user runs it, a separate process: through the runtime host while editors hold
+the database, on the file itself when no host runs, and never in a starting host's way."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+from lsp_client import LspClient
+
+from openvaala_lsp.front.connect import HostsHeldOff, reach_or_hold
+from openvaala_lsp.front.rundir import ensure_private, run_dir
+from openvaala_lsp.front.wire import front_hello
+from openvaala_lsp.model import Conversation, Session
+from openvaala_lsp.storage.duckdb_store import DuckDBStorage
+from openvaala_lsp.storage.sql import READ_ONLY_CONFIG
+
+WAIT = 20.0
+
+
+async def openvaala_sql(home: Path, *args: str) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "openvaala_lsp.user_cli",
+        "sql",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "OPENVAALA_HOME": str(home), "OPENVAALA_HOST_IDLE_SECONDS": "1"},
+    )
+    out, err = await asyncio.wait_for(process.communicate(), WAIT)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def history_with(home: Path, title: str) -> None:
+    """A database file as a runtime leaves it, with one conversation; nothing holds it afterwards."""
+    storage = await DuckDBStorage.open(str(home / "openvaala.duckdb"))
+    at = dt.datetime(2025, 3, 1, 12, 0, tzinfo=dt.UTC)
+    await storage.create_conversation(
+        Conversation(id="conv_1", title=title, created_at=at, updated_at=at),
+        Session(id="sess_1", conversation_id="conv_1", created_at=at),
+    )
+    await storage.close()
+
+
+async def test_openvaala_sql_prints_rows_while_a_host_holds_the_database(client: LspClient, home: Path) -> None:
+    conversation = await client.call("createConversation")
+    await client.call("setConversationTitle", {"conversationId": conversation["id"], "title": "held open"})
+    code, out, err = await openvaala_sql(home, "SELECT id, title FROM conversations")
+    assert (code, err) == (0, "")
+    names, types = out.splitlines()[1:3]
+    assert names.split() == ["│", "id", "│", "title", "│"] and types.split() == ["│", "varchar", "│", "varchar", "│"]
+    assert f"│ {conversation['id']} │ held open │" in out
+    code, out, err = await openvaala_sql(home, "DELETE FROM conversations")
+    assert code == 1 and out == "" and "query failed: only read-only statements run here" in err
+    assert "this is DELETE" in err and "lock" not in err
+    assert len((await client.call("listConversations"))["items"]) == 1
+
+
+async def test_openvaala_sql_reads_the_file_when_no_host_runs(home: Path) -> None:
+    await history_with(home, "from the file")
+    code, out, err = await openvaala_sql(home, "SELECT title, archived FROM conversations")
+    assert (code, err) == (0, "")
+    assert "│ from the file │ false    │" in out
+    code, out, err = await openvaala_sql(home, "SELECT * FROM range(5)", "--limit", "2")
+    assert code == 0 and [line for line in out.splitlines() if line.startswith("│")][2:] == ["│      0 │", "│      1 │"]
+    assert "(the first 2 rows; more exist" in err
+    code, _, err = await openvaala_sql(home, "INSERT INTO conversations SELECT * FROM conversations")
+    assert code == 1 and "this is INSERT" in err
+    assert not (home / "run" / "host.pid").exists() and not (home / "logs" / "host.log").exists()  # no host started
+
+
+async def test_an_editor_starting_while_openvaala_sql_reads_the_file_waits_for_it(home: Path, workspace: Path) -> None:
+    await history_with(home, "read meanwhile")
+    run = run_dir({"OPENVAALA_HOME": str(home)})
+    ensure_private(run)
+    held = reach_or_hold(run, front_hello())  # what `openvaala sql` does when no host runs
+    assert isinstance(held, HostsHeldOff)
+    reading = duckdb.connect(str(home / "openvaala.duckdb"), read_only=True, config=READ_ONLY_CONFIG)
+    editor = await LspClient.spawn(home, cwd=workspace)
+    try:
+        starting = asyncio.ensure_future(editor.initialize([workspace]))
+        await asyncio.sleep(0.5)  # the front finds no host and tries to start one meanwhile
+        reading.close()
+        held.release()
+        await starting
+        conversations = await editor.call("listConversations")  # the host opened the file after the read
+        assert [e["conversation"]["title"] for e in conversations["items"]] == ["read meanwhile"]
+    finally:
+        reading.close()
+        held.release()
+        await editor.shutdown()
+
+
+async def test_openvaala_sql_names_a_process_holding_the_file_outside_the_host(home: Path) -> None:
+    await history_with(home, "x")
+    path = home / "openvaala.duckdb"
+    hold = f"import duckdb, sys; c = duckdb.connect({str(path)!r}); print('held', flush=True); sys.stdin.read()"
+    holder = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", hold, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+    )
+    try:
+        assert holder.stdout is not None and await holder.stdout.readline() == b"held\n"
+        code, out, err = await openvaala_sql(home, "SELECT 1")
+        assert code == 1 and out == ""
+        assert "held by a process outside the runtime host" in err and f"process {holder.pid}" in err
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()  # the holder lets go at EOF
+        await asyncio.wait_for(holder.wait(), WAIT)
+
+
+def test_sql_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    """`openvaala sql ... | head`: the reader stops early; no traceback, exit 0."""
+    env = {**os.environ, "OPENVAALA_HOME": str(tmp_path)}
+
+    async def make_history() -> None:
+        await (await DuckDBStorage.open(str(tmp_path / "openvaala.duckdb"))).close()
+
+    asyncio.run(make_history())
+    command = f"{sys.executable} -m openvaala_lsp.user_cli sql 'SELECT * FROM range(100000)' | head -2"
+    done = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", command], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
+    assert len(done.stdout.splitlines()) == 2

@@ -1,0 +1,68 @@
+"""submitInput: idempotency by inputId, content validation, no model configured, not open."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from fake_provider import ChatStream, FakeProviderServer
+from harness import Harness, ResponseError
+from turn_helpers import Session
+
+
+async def test_input_idempotency_and_validation(agent: Harness, provider: FakeProviderServer) -> None:
+    provider.set_default("openai-chat", ChatStream().text("ok").finish().response())
+    session = await Session.open(agent)
+    first = await session.submit("once", inputId="client-key-1")
+    again = await session.submit("once", inputId="client-key-1")
+    assert first == again
+    await session.turn_completed()
+    assert await session.submit("once", inputId="client-key-1") == first
+    assert len([i for i in await session.items() if i["type"] == "userMessage"]) == 1
+    # the same key sent several times at once (an editor retrying) still makes one input
+    raced = await asyncio.gather(*(session.submit("twice", inputId="client-key-2") for _ in range(5)))
+    assert len(set(raced)) == 1
+    await session.turn_completed(2)
+    assert len([i for i in await session.items() if i["type"] == "userMessage"]) == 2
+
+    for content, path in (
+        ([], "$.content"),
+        ([{"type": "text"}], "$.content[0].text"),
+        ([{"type": "video", "text": "x"}], "$.content[0].type"),
+        ([{"type": "image", "mimeType": "image/png", "data": "!!"}], "$.content[0].data"),
+        ([{"type": "image", "mimeType": "image/png", "data": "A" * (8 * 1024 * 1024)}], "$.content[0].data"),
+    ):
+        with pytest.raises(ResponseError) as err:
+            await agent.call("submitInput", {"conversationId": session.id, "content": content})
+        assert err.value.kind == "invalidParams" and path in err.value.message, (content, err.value.message)
+    with pytest.raises(ResponseError) as err:
+        await agent.call("steerInput", {"conversationId": session.id, "itemId": first, "turnId": "turn_x"})
+    assert err.value.kind in ("notFound", "invalidState")
+
+
+async def test_no_model_and_not_open(home: Path, workspace: Path) -> None:
+    lsp = await Harness.start(home, [workspace])
+    try:
+        conversation = await lsp.call("createConversation")
+        with pytest.raises(ResponseError) as err:
+            await lsp.call(
+                "submitInput", {"conversationId": conversation["id"], "content": [{"type": "text", "text": "hi"}]}
+            )
+        assert (err.value.code, err.value.kind) == (-32013, "noModelConfigured")
+        assert err.value.message == "no model is configured; run openvaala to set up a model provider"
+    finally:
+        await lsp.stop()
+    lsp = await Harness.start(home, [workspace])  # a restarted runtime holds nothing open
+    try:
+        for method, extra in (
+            ("submitInput", {"content": [{"type": "text", "text": "hi"}]}),
+            ("interruptTurn", {}),
+            ("subscribeSession", {"sessionId": "sess_x"}),
+            ("withdrawInput", {"itemId": "item_x"}),
+        ):
+            with pytest.raises(ResponseError) as err:
+                await lsp.call(method, {"conversationId": conversation["id"], **extra})
+            assert (err.value.code, err.value.kind) == (-32011, "conversationNotOpen"), method
+    finally:
+        await lsp.stop()

@@ -1,0 +1,126 @@
+"""A whole turn in process: the model streams, calls tools in rounds, and the session's items,
+events, usage and context usage say exactly what happened; queued inputs run as the next turn;
+a provider failure fails the turn."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fake_provider import ChatStream, FakeProviderServer, error_response, insufficient_quota
+from harness import Harness
+from turn_helpers import API_KEY, USAGE, Session, text_of
+
+
+async def test_a_turn_with_two_tool_rounds(agent: Harness, provider: FakeProviderServer, workspace: Path) -> None:
+    (workspace / "hello.txt").write_text("hello from the workspace\n")
+    provider.enqueue(
+        "openai-chat",
+        ChatStream()
+        .text("Let me look.")
+        .tool_call("call_1", "read_file", ['{"pa', 'th": "hel', 'lo.txt"}'])
+        .finish(usage=USAGE)
+        .response(),
+        ChatStream()
+        .tool_call("call_2", "shell", ['{"command": "echo $FAKE_API_KEY | wc -c; pwd"}'])
+        .finish(usage=USAGE)
+        .response(),
+        ChatStream().text("All ", "done.").finish(usage=USAGE).response(),
+    )
+    session = await Session.open(agent)
+    item_id = await session.submit("read hello.txt then run a command")
+    turn = await session.turn_completed()
+    assert turn["status"] == "completed" and "error" not in turn
+    assert turn["usage"]["inputTokens"] == 360 and turn["usage"]["cachedInputTokens"] == 60
+
+    items = await session.items()
+    kinds = [item["type"] for item in items]
+    assert kinds == [
+        "userMessage",
+        "assistantMessage",
+        "toolCall",
+        "toolResult",
+        "toolCall",
+        "toolResult",
+        "assistantMessage",
+    ]
+    assert items[0]["id"] == item_id and items[0]["status"] == "completed" and items[0]["turnId"] == turn["id"]
+    assert items[2]["toolCall"] == {"callId": "call_1", "name": "read_file", "arguments": '{"path": "hello.txt"}'}
+    assert "hello from the workspace" in text_of(items[3]) and items[3]["toolResult"]["isError"] is False
+    shell_output = text_of(items[5])
+    assert str(workspace.resolve()) in shell_output  # ran in the conversation's directory
+    assert str(len(API_KEY) + 1) in shell_output  # with the client's environment
+    assert text_of(items[6]) == "All done."
+
+    # every completed item was announced with its ordinal, in order, once
+    completed = [e for e in session.events() if e["type"] == "itemCompleted"]
+    assert [e["ordinal"] for e in completed] == list(range(1, 8))
+    assert [e["item"]["id"] for e in completed] == [item["id"] for item in items]
+    # deltas rebuild exactly the streamed text
+    deltas = "".join(e["delta"] for e in session.events() if e["type"] == "itemDelta" and e["itemId"] == items[6]["id"])
+    assert deltas == "All done."
+
+    requests = provider.requests_for("openai-chat")
+    assert len(requests) == 3
+    assert requests[0].headers["authorization"] == f"Bearer {API_KEY}"
+    assert {tool["function"]["name"] for tool in requests[0].json["tools"]} >= {"shell", "read_file", "edit", "grep"}
+    second = requests[1].json["messages"]
+    assert second[-1]["role"] == "tool" and second[-1]["tool_call_id"] == "call_1"
+    assert "hello from the workspace" in second[-1]["content"]
+
+    usage = await agent.call("getSessionContextUsage", {"conversationId": session.id, "sessionId": session.session_id})
+    assert usage["window"] == 8000 and usage["thresholdTokens"] == 6800  # 85 % of the window
+    assert usage["lastRequest"]["usage"]["totalTokens"] == 150
+    # the final answer is in the last call's output: the next request is exactly what it reported
+    assert usage["nextRequest"] == {"source": "actual", "tokens": 150, "window": 8000}
+    assert len(usage["items"]) == 7 and usage["toolTokens"] > 0 and usage["systemTokens"] > 0
+    context_events = [e for e in session.events() if e["type"] == "contextUsageUpdated"]
+    assert context_events[-1]["context"] == {"source": "actual", "tokens": 150, "window": 8000}
+    states = [e["state"] for e in session.events() if e["type"] == "stateChanged"]
+    assert states == ["running", "idle"]
+
+
+async def test_queued_input_runs_as_the_next_turn(agent: Harness, provider: FakeProviderServer) -> None:
+    provider.enqueue(
+        "openai-chat",
+        ChatStream().text("one").pause(0.5).finish().response(),
+        ChatStream().text("two").finish().response(),
+    )
+    session = await Session.open(agent)
+    await session.submit("first")
+    await session.wait_event(lambda e: e["type"] == "turnStarted")
+    second = await session.submit("second")
+    assert (await session.turn_completed(2))["status"] == "completed"
+    items = await session.items()
+    assert [text_of(i) for i in items] == ["first", "one", "second", "two"]
+    assert items[2]["id"] == second
+
+
+async def test_provider_failure_fails_the_turn(agent: Harness, provider: FakeProviderServer) -> None:
+    provider.enqueue("openai-chat", insufficient_quota("openai-chat"))
+    session = await Session.open(agent)
+    await session.submit("hello")  # acknowledged: the failure is the turn's, not the request's
+    turn = await session.turn_completed()
+    assert turn["status"] == "failed" and turn["error"]["kind"] == "insufficientQuota"
+    error = next(e for e in session.events() if e["type"] == "error")
+    assert error["error"]["kind"] == "insufficientQuota"
+    assert API_KEY not in json.dumps(session.events())
+    assert len(provider.requests_for("openai-chat")) == 1  # never retried
+
+
+async def test_a_call_refused_before_any_answer_counts_no_tokens(agent: Harness, provider: FakeProviderServer) -> None:
+    provider.enqueue("openai-chat", error_response("openai-chat", 404, "no such model"))
+    session = await Session.open(agent)
+    await session.submit("hello")
+    turn = await session.turn_completed()
+    assert turn["status"] == "failed" and turn["usage"]["totalTokens"] == 0
+    rows = await agent.call(
+        "query", {"sql": "SELECT total_tokens, usage_estimated, error IS NOT NULL FROM model_calls"}
+    )
+    assert rows["rows"] == [[0, False, True]]
+
+
+async def test_a_new_session_names_its_context_window(agent: Harness) -> None:
+    conversation = await agent.call("createConversation")
+    watched = await agent.call("subscribeConversation", {"conversationId": conversation["id"]})
+    assert watched["sessions"][0]["context"] == {"source": "unknown", "tokens": 0, "window": 8000}
