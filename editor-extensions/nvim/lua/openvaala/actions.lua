@@ -3,6 +3,7 @@
 local async = require("openvaala.async")
 local client = require("openvaala.client")
 local conversation = require("openvaala.conversation")
+local events = require("openvaala.events")
 local ui = require("openvaala.ui")
 local util = require("openvaala.util")
 local view = require("openvaala.view")
@@ -293,16 +294,26 @@ M.withdraw = task(function()
   end
 end)
 
---- Answers the pending approval request: `decision` is allowOnce, allowAlways or deny.
+local DECISIONS = { allowOnce = true, allowAlways = true, deny = true }
+
+--- Answers the tool call waiting for approval (several: pick one): `decision` is allowOnce,
+--- allowAlways or deny; `message` goes to the model with it.
 M.answer = task(function(decision, message)
+  if not DECISIONS[decision] then
+    return util.error(("unknown decision %q (allowOnce, allowAlways or deny)"):format(tostring(decision)))
+  end
   local conv = target()
   if not conv or not supported(conv.server, "answerApproval") then
     return
   end
-  local waiting = pick(conv.approvals, "openvaala: answer", function(w)
-    local approval = w.approval
-    return ("%s %s"):format(approval.tool or "tool", approval.command or "")
-  end, "no approval is pending")
+  local waiting
+  if #conv.approvals == 1 then
+    waiting = conv.approvals[1]
+  else
+    waiting = pick(conv.approvals, "openvaala: answer", function(w)
+      return events.approval_summary(w.approval)
+    end, "no approval is pending")
+  end
   if not waiting then
     return
   end
@@ -312,11 +323,23 @@ M.answer = task(function(decision, message)
   end
   local _, err = conv.server:call("answerApproval", params)
   if err and err.kind == "invalidState" then
-    util.info("that request was already answered")
+    util.info("that tool call was already answered (by another editor, or the turn ended)")
+  elseif err and err.kind == "notFound" then
+    util.info("that tool call is not waiting for approval")
   elseif err then
     return util.request_error("answering", err, "openvaala/answerApproval")
   end
 end)
+
+--- `:Openvaala approve`.
+function M.approve(always)
+  M.answer(always and "allowAlways" or "allowOnce")
+end
+
+--- `:Openvaala deny`.
+function M.deny(message)
+  M.answer("deny", message)
+end
 
 --- Picks a turn and forks the conversation after it.
 M.fork = task(function()

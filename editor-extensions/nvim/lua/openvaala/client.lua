@@ -23,6 +23,7 @@ local MAX_HELD = 1000 -- notifications held for subscriptions whose subscribe an
 ---@field info table `capabilities.experimental.openvaala` of the initialize result
 ---@field methods table<string, true>
 ---@field path string where the server command was found
+---@field openvaala_id string this connection's `clientId` (sent in initializationOptions)
 local Server = {}
 Server.__index = Server
 
@@ -236,9 +237,18 @@ function M.running(root)
   return server
 end
 
-local function init_options()
+local client_ids = 0
+
+--- A `clientId` for one connection: unique on this machine, so `approvalResolved.by.clientId`
+--- tells this editor's answers from another's (even another Neovim's).
+local function new_client_id()
+  client_ids = client_ids + 1
+  return ("nvim-%d-%x-%d"):format(vim.uv.os_getpid(), vim.uv.hrtime(), client_ids)
+end
+
+local function init_options(client_id)
   local opts = config.options
-  local openvaala = { clientName = opts.client_name, approvals = opts.approvals }
+  local openvaala = { clientId = client_id, clientName = opts.client_name, approvals = opts.approvals == true }
   if opts.event_batch_ms then
     openvaala.eventBatchMs = opts.event_batch_ms
   end
@@ -263,6 +273,7 @@ function M.get(bufnr)
   local server = setmetatable({
     root = root,
     path = path,
+    openvaala_id = new_client_id(),
     ready = false,
     dead = false,
     info = {},
@@ -278,7 +289,7 @@ function M.get(bufnr)
     cmd = cmd,
     cmd_env = config.options.cmd_env,
     root_dir = root,
-    init_options = init_options(),
+    init_options = init_options(server.openvaala_id),
     handlers = handlers,
     on_init = function(client, result)
       server:_on_init(client, result)

@@ -62,19 +62,19 @@ M.subcommands = {
     end,
   },
   approve = {
-    help = "approve [once|always]: allow the tool call waiting for approval",
-    run = function(rest)
+    help = "approve[!] [once|always]: allow the tool call waiting for approval (! or always: for the rest of the conversation)",
+    run = function(rest, opts)
       if rest ~= "" and rest ~= "once" and rest ~= "always" then
         return util.error("approve takes `once` or `always`")
       end
-      actions.answer(rest == "always" and "allowAlways" or "allowOnce")
+      actions.approve(opts.bang or rest == "always")
     end,
     complete = { "once", "always" },
   },
   deny = {
     help = "deny [message]: refuse the tool call waiting for approval (the model reads the message)",
     run = function(rest)
-      actions.answer("deny", rest ~= "" and rest or nil)
+      actions.deny(rest ~= "" and rest or nil)
     end,
   },
   fork = {

@@ -5,7 +5,7 @@ local M = {}
 ---@field cmd string[] the server command (default: `openvaala-lsp` on PATH)
 ---@field cmd_env table<string, string>? extra environment for the server
 ---@field root_markers string[] a buffer's project root is the nearest directory with one of these
----@field client_name string sent as `initializationOptions.openvaala.clientName`
+---@field client_name string sent as `initializationOptions.openvaala.clientName`: how other editors see who answered an approval
 ---@field approvals boolean whether this editor answers approval requests
 ---@field event_batch_ms integer? how long the server gathers session events before sending them
 ---@field history integer saved items shown when a conversation buffer opens
@@ -16,7 +16,7 @@ M.defaults = {
   cmd = { "openvaala-lsp" },
   cmd_env = nil,
   root_markers = { ".openvaala", ".git" },
-  client_name = "nvim",
+  client_name = "Neovim",
   approvals = true,
   event_batch_ms = nil,
   history = 200,

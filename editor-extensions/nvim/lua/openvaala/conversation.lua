@@ -384,9 +384,22 @@ function Conversation:_sync_session()
     self.turn = turns[previous]
   end
   self.streaming = {}
+  local approvals = {}
   for _, streaming in ipairs(snap.streamingItems or {}) do
     table.insert(self.streaming, streaming)
+    if streaming.item.status == "awaitingApproval" then
+      -- waiting since before this subscription: what it asks, as the event would say it (the
+      -- event's details are kept when this editor saw it)
+      local known = events.index_of(self.approvals, function(a)
+        return a.itemId == streaming.item.id
+      end)
+      table.insert(approvals, known and self.approvals[known] or {
+        itemId = streaming.item.id,
+        approval = events.approval_of_item(streaming.item),
+      })
+    end
   end
+  self.approvals = approvals
   self.pending = {}
   for _, pending in ipairs(snap.pendingInputs or {}) do
     table.insert(self.pending, pending)

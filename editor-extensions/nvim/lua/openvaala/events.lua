@@ -33,6 +33,70 @@ local function append_delta(item, delta)
   last.text = (last.text or "") .. delta
 end
 
+-- Approvals
+
+--- `shell `echo hi`` or `write_file src/a.py`: what an approval is about.
+function M.approval_summary(approval)
+  local what = approval.command
+  if not what and approval.paths and #approval.paths > 0 then
+    what = table.concat(approval.paths, ", ")
+  end
+  return ("%s%s"):format(approval.tool or "a tool", what and (" `" .. what .. "`") or "")
+end
+
+--- Whether `by` (an Address) is this editor's connection.
+function M.is_me(conv, by)
+  return type(by) == "table" and by.kind == "client" and conv.server ~= nil and by.clientId == conv.server.openvaala_id
+end
+
+local DECIDED = { allowOnce = "allowed once", allowAlways = "allowed always", deny = "denied" }
+
+--- `allowed once by Neovim`, `denied: the turn was interrupted`, ...
+function M.resolution(decision, by)
+  local verb = DECIDED[decision] or tostring(decision)
+  by = type(by) == "table" and by or {}
+  if by.kind == "client" then
+    return ("%s by %s"):format(verb, by.name or by.clientId or "another editor")
+  elseif by.kind == "user" then
+    return verb .. ": the turn was interrupted"
+  elseif by.kind == "session" then
+    return verb .. ": no editor that can answer approvals is watching"
+  end
+  return ("%s by %s"):format(verb, by.name or by.kind or "?")
+end
+
+--- Records an approval request (again: replaced), oldest first.
+function M.add_approval(conv, item_id, approval)
+  local i = M.index_of(conv.approvals, function(a)
+    return a.itemId == item_id
+  end)
+  if i then
+    conv.approvals[i].approval = approval
+  else
+    table.insert(conv.approvals, { itemId = item_id, approval = approval })
+  end
+end
+
+--- What a tool call item waiting for approval (from a `subscribeSession` snapshot) asks:
+--- the same shape as `approvalRequested.approval`, rebuilt from the call.
+function M.approval_of_item(item)
+  local call = item.toolCall or {}
+  local ok, args = pcall(vim.json.decode, call.arguments or "")
+  args = ok and type(args) == "table" and args or {}
+  local paths = {}
+  for _, key in ipairs({ "path", "file_path", "workdir" }) do
+    if type(args[key]) == "string" then
+      table.insert(paths, args[key])
+    end
+  end
+  return {
+    tool = call.name,
+    arguments = args,
+    command = call.name == "shell" and type(args.command) == "string" and args.command or nil,
+    paths = #paths > 0 and paths or nil,
+  }
+end
+
 -- Session events
 
 local session_handlers = {}
@@ -89,6 +153,15 @@ function session_handlers.turnCompleted(conv, e)
     end
   end
   conv:add_footer(e.turn)
+  -- an approval of a call that is no longer streaming was decided (its approvalResolved came first)
+  for i = #conv.approvals, 1, -1 do
+    local id = conv.approvals[i].itemId
+    if not M.index_of(conv.streaming, function(s)
+      return s.item.id == id
+    end) then
+      table.remove(conv.approvals, i)
+    end
+  end
 end
 
 function session_handlers.stateChanged(conv, e)
@@ -111,27 +184,38 @@ session_handlers["error"] = function(conv, e)
   end
 end
 
+--- Sets the status of the streaming item `id` (a tool call waits for approval, or goes on).
+local function set_streaming_status(conv, id, status)
+  for _, streaming in ipairs(conv.streaming) do
+    if streaming.item.id == id then
+      streaming.item.status = status
+    end
+  end
+end
+
 function session_handlers.approvalRequested(conv, e)
-  remove_where(conv.approvals, function(a)
-    return a.itemId == e.itemId
-  end)
-  table.insert(conv.approvals, { itemId = e.itemId, approval = e.approval or {} })
   local approval = e.approval or {}
+  set_streaming_status(conv, e.itemId, "awaitingApproval")
+  M.add_approval(conv, e.itemId, approval)
   util.warn(
-    ("%s wants to run %s%s: :Openvaala approve, or :Openvaala deny"):format(
+    ("%s wants to run %s: :Openvaala approve, or :Openvaala deny"):format(
       conv.title ~= "" and conv.title or "the agent",
-      approval.tool or "a tool",
-      approval.command and (" `" .. approval.command .. "`") or ""
+      M.approval_summary(approval)
     )
   )
 end
 
 function session_handlers.approvalResolved(conv, e)
-  remove_where(conv.approvals, function(a)
+  local waiting = remove_where(conv.approvals, function(a)
     return a.itemId == e.itemId
   end)
-  local by = e.by and (e.by.name or e.by.kind) or "?"
-  conv:notice("info", ("approval %s (%s)"):format(e.decision or "?", by))
+  set_streaming_status(conv, e.itemId, "streaming")
+  local what = waiting and M.approval_summary(waiting.approval) or "the tool call"
+  local text = ("%s: %s"):format(what, M.resolution(e.decision, e.by))
+  conv:notice("info", text)
+  if waiting and not M.is_me(conv, e.by) then
+    util.info(text) -- another editor (or the runtime) decided what this one showed
+  end
 end
 
 function session_handlers.compactionStarted(conv)

@@ -1,4 +1,5 @@
---- `:checkhealth openvaala`: the server (found, version, protocol), a model, the sandbox.
+--- `:checkhealth openvaala`: the server (found, version, protocol), a model, the sandbox (as the
+--- server reports it in its capabilities).
 local client = require("openvaala.client")
 local config = require("openvaala.config")
 local util = require("openvaala.util")
@@ -121,36 +122,25 @@ local function check_models(server)
   end
 end
 
-local function describe_sandbox(sandbox)
-  local mode = sandbox.state or sandbox.mode or "?"
-  local network = sandbox.network ~= nil and (", network " .. (sandbox.network and "on" or "off")) or ""
-  return mode .. network
-end
-
---- The sandbox, as the server reports it: in its capabilities (`sandbox`) or per agent.
+--- Whether shell commands can run in the sandbox: `capabilities.experimental.openvaala.sandbox =
+--- {usable, reason}` of the initialize result.
 local function check_sandbox(server)
   local health = vim.health
-  local reported = false
   local sandbox = server.info.sandbox
-  if type(sandbox) == "table" then
-    reported = true
-    if sandbox.available == false or sandbox.mode == "off" or sandbox.state == "off" then
-      health.warn("sandbox: " .. describe_sandbox(sandbox), {
-        sandbox.message or "Shell commands run without a sandbox: see `openvaala doctor`",
-      })
-    else
-      health.ok("sandbox: " .. describe_sandbox(sandbox))
-    end
+  if type(sandbox) ~= "table" or sandbox.usable == nil then
+    health.warn("the server does not say whether its sandbox can start", {
+      "Update openvaala; `openvaala doctor` shows the sandbox",
+    })
+    return
   end
-  local listed = call(server, "listAgents")
-  for _, agent in ipairs(listed and listed.agents or {}) do
-    if type(agent.sandbox) == "table" then
-      reported = true
-      health.info(("agent %s: sandbox %s"):format(agent.name, describe_sandbox(agent.sandbox)))
-    end
-  end
-  if not reported then
-    health.info("the server reports no sandbox state (`openvaala doctor` shows what is configured)")
+  local reason = type(sandbox.reason) == "string" and sandbox.reason ~= "" and sandbox.reason or nil
+  if sandbox.usable then
+    health.ok("sandbox usable" .. (reason and (": " .. reason) or ""))
+  else
+    health.warn("sandbox not usable" .. (reason and (": " .. reason) or ""), {
+      "Shell commands then ask for approval before they run without a sandbox (:Openvaala approve / deny)",
+      "See `openvaala doctor`; the sandbox needs bubblewrap (shipped with openvaala) and user namespaces",
+    })
   end
 end
 
@@ -169,6 +159,13 @@ function M.check()
   end
   check_models(server)
   check_sandbox(server)
+  if config.options.approvals then
+    health.ok(("approvals: this Neovim answers them (as %q): :Openvaala approve / deny"):format(config.options.client_name))
+  else
+    health.warn("approvals = false: tool calls that ask for approval are refused unless another editor answers", {
+      "Remove `approvals = false` from require(\"openvaala\").setup()",
+    })
+  end
 end
 
 return M

@@ -106,7 +106,7 @@ function M.item(out, item, opts)
       out:fold(head, "OpenvaalaTool", call.arguments, "OpenvaalaToolResult", "  ")
     end
     if item.status == "awaitingApproval" then
-      out:add("  ⚠ waiting for approval: :Openvaala approve  ·  :Openvaala deny", "OpenvaalaApproval")
+      out:add("  ⏸ waiting for approval", "OpenvaalaApproval")
     end
     return -- its result follows without a blank line
   elseif kind == "toolResult" then
@@ -229,7 +229,7 @@ function M.live(conv)
     if approval.paths and #approval.paths > 0 then
       out:add("  paths: " .. table.concat(approval.paths, ", "), "OpenvaalaApproval")
     end
-    out:add("  :Openvaala approve [once|always]  ·  :Openvaala deny [message]", "OpenvaalaApproval")
+    out:add("  :Openvaala approve (a) · approve! for the conversation (A) · deny [message] (D)", "OpenvaalaApproval")
     out:add("")
   end
   for _, notice in ipairs(conv.notices) do
