@@ -117,26 +117,26 @@ function H.picker(prompt_pattern)
   end
 end
 
--- The fake model
+-- Helper processes that answer one JSON line per command: the fake model, a second editor
 
-local Model = {}
-Model.__index = Model
+local Lines = {}
+Lines.__index = Lines
 
---- Starts tests/fake_model_cli.py and waits for its address.
-function H.fake_model()
-  local model = setmetatable({ lines = {}, partial = "" }, Model)
-  model.proc = vim.system({ env("OPENVAALA_TEST_PYTHON"), H.repo .. "/tests/fake_model_cli.py" }, {
+--- Starts `argv` and waits for its first line (decoded into `.info`).
+local function line_process(what, argv, class)
+  local proc = setmetatable({ lines = {}, partial = "", what = what }, class)
+  proc.proc = vim.system(argv, {
     stdin = true,
     stdout = function(_, data)
       if data then
-        model.partial = model.partial .. data
+        proc.partial = proc.partial .. data
         while true do
-          local line, rest = model.partial:match("^([^\n]*)\n(.*)$")
+          local line, rest = proc.partial:match("^([^\n]*)\n(.*)$")
           if not line then
             break
           end
-          table.insert(model.lines, line)
-          model.partial = rest
+          table.insert(proc.lines, line)
+          proc.partial = rest
         end
       end
     end,
@@ -146,21 +146,43 @@ function H.fake_model()
       end
     end,
   })
-  H.wait("the fake model to start", function()
-    return #model.lines >= 1
+  H.wait(what .. " to start", function()
+    return #proc.lines >= 1
   end, 15000)
-  model.info = vim.json.decode(model.lines[1])
+  proc.info = vim.json.decode(proc.lines[1])
+  return proc
+end
+
+--- Sends one command and returns its answer (waits up to `timeout_ms`).
+function Lines:send(command, timeout_ms)
+  local before = #self.lines
+  self.proc:write(vim.json.encode(command) .. "\n")
+  H.wait(self.what .. "'s answer to " .. vim.json.encode(command):sub(1, 120), function()
+    return #self.lines > before
+  end, timeout_ms or 10000)
+  return vim.json.decode(self.lines[before + 1])
+end
+
+function Lines:stop()
+  if self.proc then
+    pcall(self.proc.write, self.proc, nil)
+    pcall(self.proc.wait, self.proc, 5000)
+    self.proc = nil
+  end
+end
+
+local Model = setmetatable({}, { __index = Lines })
+Model.__index = Model
+
+--- Starts tests/fake_model_cli.py and waits for its address.
+function H.fake_model()
+  local model = line_process("the fake model", { env("OPENVAALA_TEST_PYTHON"), H.repo .. "/tests/fake_model_cli.py" }, Model)
   H.model = model
   return model
 end
 
 function Model:send(command)
-  local before = #self.lines
-  self.proc:write(vim.json.encode(command) .. "\n")
-  H.wait("the fake model's answer", function()
-    return #self.lines > before
-  end, 10000)
-  local answer = vim.json.decode(self.lines[before + 1])
+  local answer = Lines.send(self, command)
   H.check("the fake model took the command", not answer.error, answer.error)
   return answer
 end
@@ -174,12 +196,45 @@ function Model:requests()
   return self:send({ requests = true }).requests
 end
 
-function Model:stop()
-  if self.proc then
-    pcall(self.proc.write, self.proc, nil)
-    pcall(self.proc.wait, self.proc, 3000)
-    self.proc = nil
+local Peer = setmetatable({}, { __index = Lines })
+Peer.__index = Peer
+
+--- A second editor on this project (tests/e2e/nvim_plugin/peer_cli.py: the tests' Python
+--- LspClient on `openvaala-lsp` in its default mode, so the same shared runtime host as this
+--- Neovim's), initialized with `options` as its initializationOptions.openvaala.
+function H.peer(options)
+  local peer = line_process("the second editor", { env("OPENVAALA_TEST_PYTHON"), env("OPENVAALA_TEST_DIR") .. "/peer_cli.py" }, Peer)
+  H.peers = H.peers or {}
+  table.insert(H.peers, peer)
+  local answer = Lines.send(peer, { start = { folder = vim.fn.getcwd(), options = options or vim.empty_dict() } }, 30000)
+  H.check("the second editor initialized", answer.result, vim.inspect(answer.error))
+  peer.initialized = answer.result
+  return peer
+end
+
+--- `openvaala/<method>` from the second editor; its result (a failed request fails the case).
+function Peer:call(method, params)
+  local answer = Lines.send(self, { call = method, params = params or vim.empty_dict() }, 30000)
+  H.check("the second editor's " .. method .. " answered", answer.result ~= nil, vim.inspect(answer.error))
+  return answer.result
+end
+
+--- `openvaala/<method>` from the second editor, expecting an error: returns it.
+function Peer:call_error(method, params)
+  local answer = Lines.send(self, { call = method, params = params or vim.empty_dict() }, 30000)
+  H.check("the second editor's " .. method .. " failed", answer.error ~= nil, vim.inspect(answer.result))
+  return answer.error
+end
+
+--- The next session event of `type` the second editor got whose fields equal `match`.
+function Peer:wait(kind, match, timeout_s)
+  timeout_s = timeout_s or 20
+  local answer = Lines.send(self, { wait = kind, match = match or vim.empty_dict(), timeout = timeout_s }, timeout_s * 1000 + 5000)
+  if not answer.event then
+    local seen = Lines.send(self, { events = true })
+    H.check("the second editor got " .. kind, false, vim.inspect(answer.error) .. "; it got " .. vim.inspect(seen.events))
   end
+  return answer.event
 end
 
 --- Writes the user config with the fake model (and `extra` TOML), as `openvaala setup` would.
@@ -310,6 +365,9 @@ local function stop_everything()
   vim.wait(5000, function()
     return #vim.lsp.get_clients({ name = "openvaala" }) == 0
   end, 20)
+  for _, peer in ipairs(H.peers or {}) do
+    peer:stop()
+  end
   if H.model then
     H.model:stop()
   end
