@@ -130,6 +130,7 @@ end
 
 function Conversation:_disconnected(reason)
   self.subs = {}
+  self.approvals = {} -- nobody can answer them through this server; reconnecting shows what waits
   self.status = "disconnected"
   self:notice("error", reason .. ": :Openvaala open to reconnect")
   self:changed()

@@ -213,7 +213,8 @@ function session_handlers.approvalResolved(conv, e)
   local what = waiting and M.approval_summary(waiting.approval) or "the tool call"
   local text = ("%s: %s"):format(what, M.resolution(e.decision, e.by))
   conv:notice("info", text)
-  if waiting and not M.is_me(conv, e.by) then
+  local by = type(e.by) == "table" and e.by or {}
+  if waiting and ((by.kind == "client" and not M.is_me(conv, by)) or by.kind == "session") then
     util.info(text) -- another editor (or the runtime) decided what this one showed
   end
 end
