@@ -3,7 +3,7 @@
 -- scripted fake model (tests/fake_model_cli.py) as a process, and stand-ins for vim.ui pickers.
 local H = {}
 
-local results = { checks = {}, notifications = {}, pickers = {}, error = nil, skip = nil }
+local results = { checks = {}, notifications = {}, pickers = {}, error = nil }
 H.results = results
 
 local function env(name)
@@ -35,10 +35,6 @@ function H.wait(what, cond, timeout_ms, detail)
   if not ok then
     H.check("waiting for " .. what, false, detail and detail() or "timed out")
   end
-end
-
-function H.skip(reason)
-  error(setmetatable({ skip = reason }, Failure), 2)
 end
 
 -- vim.notify is recorded (and still printed, for the log).
@@ -388,8 +384,6 @@ function H.run(name)
     if ok_leak then
       table.insert(results.checks, { name = "no globals leaked", ok = #leaked == 0, detail = table.concat(leaked, ", ") })
     end
-  elseif type(err) == "table" and err.skip then
-    results.skip = err.skip
   else
     results.error = type(err) == "table" and err.message or tostring(err)
   end
