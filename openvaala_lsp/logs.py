@@ -14,9 +14,6 @@ def configure_logging(level: str, log_file: str | None) -> None:
     root.addHandler(handler)
     root.setLevel(level)
     if level != "DEBUG":
-        # pygls logs every message body at INFO and every answered error with a traceback
-        logging.getLogger("pygls").setLevel(logging.WARNING)
-        logging.getLogger("pygls.protocol.json_rpc").setLevel(logging.CRITICAL)
         # HTTP clients log every request at INFO (model calls, MCP over HTTP)
         for name in ("httpx", "httpx2", "httpcore", "httpcore2"):
             logging.getLogger(name).setLevel(logging.WARNING)

@@ -1,7 +1,17 @@
 #!/usr/bin/env bash
-# Sets up and runs every check and test (what CI runs): the quick check, then the end-to-end tests
-# that drive real processes (the server, the runtime host, the CLI, Neovim, the embedded model).
+# Sets up and runs every check and test (what CI runs): the quick check, the end-to-end tests that
+# drive real processes (the server, the runtime host, the CLI, Neovim, the embedded model), then the
+# VS Code extension's (type check, lint, schema drift, its tests against the real server and in
+# headless Chromium, the .vsix). Installs what it needs: Python packages into .venv, npm packages,
+# Debian's chromium when it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/check.sh
+.venv/bin/python -c 'from openvaala_lsp.tools import sandbox; print("sandbox:", sandbox.state().reason)'
 OPENVAALA_REQUIRE_LOCAL_MODEL=1 .venv/bin/pytest -q -p no:cacheprovider -m e2e "$@"
+if [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
+  echo "installing Debian's chromium for the webview tests"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) ||
+    { echo "error: could not install chromium (apt-get install -y chromium)" >&2; exit 1; }
+fi
+bash editor-extensions/vscode/scripts/ci.sh

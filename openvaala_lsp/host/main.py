@@ -1,6 +1,6 @@
 """`python -m openvaala_lsp.host [--ready-fd N]`: win `host.lock`, then load the runtime and serve.
 
-The lock is taken before pygls and DuckDB are imported (~0.3 s), so a host that loses a start race
+The lock is taken before the runtime and DuckDB are imported (~0.15 s), so a host that loses a start race
 exits within milliseconds. The kernel drops the lock on any death, SIGKILL included.
 """
 

@@ -1,5 +1,5 @@
-"""One editor connection: a pygls LanguageServer that translates `openvaala/*` requests into runtime
-calls and drains the connection's subscriptions into notifications.
+"""One editor connection: the LSP lifecycle, `openvaala/*` requests translated into runtime calls,
+and the connection's subscriptions drained into notifications.
 
 A connection reads LSP frames from any async reader and writes to any stream writer, so the same
 code serves stdio (standalone) and the runtime host's Unix socket connections.
@@ -14,16 +14,10 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from lsprotocol import types
-from pygls.exceptions import JsonRpcException
-from pygls.lsp.server import LanguageServer
-from pygls.uris import to_fs_path
-
-from openvaala_lsp import __version__, framing
-from openvaala_lsp.framing import FrameReader, Refused, frame
+from openvaala_lsp import framing
+from openvaala_lsp.framing import METHOD_NOT_FOUND, FrameReader, Refused, frame
 from openvaala_lsp.model import WorkspaceFolder, new_id
 from openvaala_lsp.protocol.codes import SERVER_NOT_INITIALIZED
-from openvaala_lsp.protocol.converter import describe_error
 from openvaala_lsp.protocol.errors import RuntimeApiError
 from openvaala_lsp.protocol.methods import PREFIX, REQUESTS, RequestSpec
 from openvaala_lsp.runtime import subscriptions
@@ -32,7 +26,19 @@ from openvaala_lsp.runtime.core import Runtime
 from openvaala_lsp.runtime.subscriptions import Subscription
 from openvaala_lsp.server import messages
 from openvaala_lsp.server.dispatch import WireError, closed_notification, dispatch, notifications, runtime_error
-from openvaala_lsp.server.protocol import OpenvaalaProtocol, RpcError, runtime_stopped_error, shared_converter
+from openvaala_lsp.server.lsp import (
+    CANCEL_REQUEST,
+    EXIT,
+    FOLDERS_CHANGED,
+    INITIALIZE,
+    SHUTDOWN,
+    folder_list,
+    fs_path,
+    initialize_params,
+    initialize_result,
+    runtime_stopped_error,
+)
+from openvaala_lsp.server.peer import Peer, RpcError, error
 
 logger = logging.getLogger(__name__)
 
@@ -42,10 +48,12 @@ MAX_EVENTS_PER_NOTIFICATION = 512
 MIN_BUFFERED_EVENTS = 100
 MAX_CLIENT_NAME = 100  # characters of clientName kept
 FOLDERS_REQUEST_TIMEOUT = 5.0
+# the requests this build answers (the runtime has a method for), advertised at initialize
+METHODS = frozenset(spec.method for spec in REQUESTS.values() if hasattr(Runtime, spec.runtime))
 
 
 class StreamWriterSink:
-    """pygls' writer interface over an asyncio stream writer; writes never block the loop."""
+    """An asyncio stream writer that never blocks the loop and ignores writes once closing."""
 
     def __init__(self, stream: asyncio.StreamWriter) -> None:
         self.stream = stream
@@ -80,7 +88,11 @@ class ConnectionState(enum.Enum):
     CLOSED = "closed"
 
 
-class Connection(LanguageServer):
+class Connection:
+    """One editor connection: the LSP lifecycle (`initialize`, `shutdown`, `exit`, workspace folders),
+    `openvaala/*` requests handed to the runtime through `dispatch`, and the connection's
+    subscriptions drained into notifications."""
+
     def __init__(
         self,
         runtime: asyncio.Future[Runtime],
@@ -90,13 +102,9 @@ class Connection(LanguageServer):
         cwd: str,
         on_shutdown: Callable[[Connection], Any] | None = None,
     ) -> None:
-        super().__init__(
-            "openvaala-lsp", __version__, protocol_cls=OpenvaalaProtocol, converter_factory=shared_converter
-        )
         self.runtime_future = runtime
         self.writer = StreamWriterSink(writer)
-        self.protocol.set_writer(self.writer)
-        self.protocol.methods = list(self._register_requests())  # type: ignore[attr-defined]
+        self.peer = Peer(self.writer)
         self.cwd = cwd
         self.client = Client(
             client_id=new_id("client"),
@@ -108,20 +116,14 @@ class Connection(LanguageServer):
         self.state = ConnectionState.NEW
         self.exit_code = 0  # of an `exit`: 1 unless `shutdown` came first (the LSP rule)
         self._event_batch = DEFAULT_EVENT_BATCH_MS / 1000
+        self._folders: dict[str, str] = {}  # workspace folder uri -> name, as the editor last said
+        self._root: str | None = None  # rootUri / rootPath of initialize
+        self._can_list_folders = False  # the editor answers workspace/workspaceFolders
         self._asked_folders: list[WorkspaceFolder] | None = None
         self._pumps: set[asyncio.Task[None]] = set()
         self._on_shutdown = on_shutdown
-        self._register_lifecycle()
 
     # Requests
-
-    def _register_requests(self) -> list[str]:
-        registered = []
-        for spec in REQUESTS.values():
-            if hasattr(Runtime, spec.runtime):
-                self.feature(spec.method)(_handler(spec))
-                registered.append(spec.method)
-        return registered
 
     async def call(self, spec: RequestSpec, params: Any) -> Any:
         if self.state is ConnectionState.NEW:
@@ -141,44 +143,10 @@ class Connection(LanguageServer):
         runtime.connect(self.client)
         return runtime
 
-    # Lifecycle
-
-    def _register_lifecycle(self) -> None:
-        @self.feature(types.INITIALIZE)
-        def on_initialize(ls: Connection, params: types.InitializeParams) -> None:
-            options = params.initialization_options
-            openvaala = options.get("openvaala") if isinstance(options, dict) else None
-            if isinstance(openvaala, dict):
-                if isinstance(client_id := openvaala.get("clientId"), str) and client_id:
-                    ls.client.client_id = client_id
-                if isinstance(name := openvaala.get("clientName"), str) and name.strip():
-                    ls.client.name = name.strip()[:MAX_CLIENT_NAME]
-                ls.client.approvals = openvaala.get("approvals") is True
-                buffered = openvaala.get("maxBufferedEvents")
-                if isinstance(buffered, int) and not isinstance(buffered, bool) and buffered >= MIN_BUFFERED_EVENTS:
-                    ls.client.max_buffered_events = buffered
-                batch_ms = openvaala.get("eventBatchMs")
-                if isinstance(batch_ms, (int, float)) and not isinstance(batch_ms, bool) and 0 <= batch_ms <= 1000:
-                    ls._event_batch = batch_ms / 1000
-            ls.state = ConnectionState.READY
-
-        @self.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
-        def on_folders_changed(ls: Connection, params: types.DidChangeWorkspaceFoldersParams) -> None:
-            ls._asked_folders = None
-
-        @self.feature(types.SHUTDOWN)
-        async def on_shutdown(ls: Connection, params: Any) -> None:
-            ls.state = ConnectionState.SHUT_DOWN
-            if ls._on_shutdown is not None:
-                await ls._on_shutdown(ls)
-
-        @self.feature(types.EXIT)
-        def on_exit(ls: Connection, params: Any) -> None:
-            ls.exit_code = 0 if ls.state is ConnectionState.SHUT_DOWN else 1
-            ls.state = ConnectionState.EXITED
+    # Reading
 
     async def serve(self, reader: Any) -> None:
-        """Reads and dispatches messages until EOF or `exit`, then releases the connection. A frame
+        """Reads and handles messages until EOF or `exit`, then releases the connection. A frame
         the reader refuses is answered, and reading goes on."""
         frames = FrameReader(framing.max_message_bytes())
         try:
@@ -193,32 +161,97 @@ class Connection(LanguageServer):
                     if isinstance(body, Refused):
                         self.writer.write(frame(body.response()))
                     else:
-                        self._dispatch(body)
+                        self._receive(body)
                     if self.state is ConnectionState.EXITED:
                         return
         finally:
             await self.close()
 
-    def _dispatch(self, body: bytes) -> None:
-        data, refusal = messages.check(body)
+    def _receive(self, body: bytes) -> None:
+        message, refusal = messages.check(body)
         if refusal is not None:
             self.writer.write(frame(refusal))
-        if data is None:
+        if message is None:
             return
-        try:
-            message = self.protocol.structure_message(data)
-        except JsonRpcException as exc:
-            if "id" in data and "method" in data:  # LSP params pygls could not structure
-                problems = describe_error(exc.__cause__) if exc.__cause__ is not None else [str(exc)]
-                self.writer.write(frame(messages.params_error(data["id"], data["method"], problems)))
+        if "method" not in message:
+            self.peer.answered(message)
+        elif "id" in message:
+            self._request(message["id"], message["method"], message["params"])
+        else:
+            self._notification(message["method"], message["params"])
+
+    def _request(self, msg_id: Any, method: str, params: Any) -> None:
+        if self.state is not ConnectionState.NEW and self.state is not ConnectionState.READY:
+            self.peer.fail(msg_id, runtime_stopped_error())  # after shutdown, every request
+        elif method == INITIALIZE:
+            try:
+                self.peer.answer(msg_id, self._initialize(params))
+            except RpcError as exc:
+                self.peer.fail(msg_id, exc)
+        elif method == SHUTDOWN:
+            self.state = ConnectionState.SHUT_DOWN
+            self.peer.handle(msg_id, self._shutdown())
+        elif (spec := REQUESTS.get(method)) is not None and spec.method in METHODS:
+            self.peer.handle(msg_id, self.call(spec, params))
+        else:
+            self.peer.fail(msg_id, error(METHOD_NOT_FOUND, f"Method Not Found: {method}"))
+
+    def _notification(self, method: str, params: Any) -> None:
+        if method == EXIT:
+            self.exit_code = 0 if self.state is ConnectionState.SHUT_DOWN else 1
+            self.state = ConnectionState.EXITED
+        elif method == CANCEL_REQUEST and isinstance(params, dict) and isinstance(params.get("id"), (int, str)):
+            self.peer.cancel(params["id"])
+        elif method == FOLDERS_CHANGED and isinstance(params, dict):
+            self._folders_changed(params.get("event"))
+        # anything else (initialized, $/setTrace, ...) needs nothing from this server
+
+    async def _shutdown(self) -> None:
+        if self._on_shutdown is not None:
+            await self._on_shutdown(self)
+
+    # Lifecycle
+
+    def _initialize(self, params: Any) -> dict[str, Any]:
+        init = initialize_params(params)
+        self._folders = {uri: name for uri, name in init.folders}
+        self._root = init.root
+        self._can_list_folders = init.can_list_folders
+        self._options(init.options)
+        self.state = ConnectionState.READY
+        return initialize_result(METHODS)
+
+    def _options(self, options: Any) -> None:
+        openvaala = options.get("openvaala") if isinstance(options, dict) else None
+        if not isinstance(openvaala, dict):
             return
-        self.protocol.handle_message(message)
+        if isinstance(client_id := openvaala.get("clientId"), str) and client_id:
+            self.client.client_id = client_id
+        if isinstance(name := openvaala.get("clientName"), str) and name.strip():
+            self.client.name = name.strip()[:MAX_CLIENT_NAME]
+        self.client.approvals = openvaala.get("approvals") is True
+        buffered = openvaala.get("maxBufferedEvents")
+        if isinstance(buffered, int) and not isinstance(buffered, bool) and buffered >= MIN_BUFFERED_EVENTS:
+            self.client.max_buffered_events = buffered
+        batch_ms = openvaala.get("eventBatchMs")
+        if isinstance(batch_ms, (int, float)) and not isinstance(batch_ms, bool) and 0 <= batch_ms <= 1000:
+            self._event_batch = batch_ms / 1000
+
+    def _folders_changed(self, event: Any) -> None:
+        if not isinstance(event, dict):
+            return
+        for folder in event.get("removed") or ():
+            if isinstance(folder, dict):
+                self._folders.pop(folder.get("uri"), None)  # type: ignore[arg-type]
+        for folder in event.get("added") or ():
+            if isinstance(folder, dict) and isinstance(folder.get("uri"), str):
+                self._folders[folder["uri"]] = str(folder.get("name") or folder["uri"])
+        self._asked_folders = None
 
     async def close(self) -> None:
         """The editor went away or said `exit`: stop its work, end its subscriptions."""
         self.state = ConnectionState.CLOSED
-        for future in list(self.protocol._request_futures.values()):
-            future.cancel()
+        self.peer.close()
         if self.runtime_future.done() and not self.runtime_future.exception():
             self.runtime_future.result().disconnect(self.client)
         for pump in list(self._pumps):
@@ -229,36 +262,29 @@ class Connection(LanguageServer):
     # Workspace folders: initialize / didChangeWorkspaceFolders, else ask the client, else rootUri, else cwd
 
     async def workspace_folders(self) -> list[WorkspaceFolder]:
-        workspace = self.workspace
         folders = [
-            WorkspaceFolder(name=folder.name, path=path)
-            for folder in workspace.folders.values()
-            if (path := to_fs_path(folder.uri))
+            WorkspaceFolder(name=name, path=path) for uri, name in self._folders.items() if (path := fs_path(uri))
         ]
         if folders:
             return folders
-        if self._asked_folders is None and self._client_supports_folders():
+        if self._asked_folders is None and self._can_list_folders:
             self._asked_folders = await self._ask_folders()
         if self._asked_folders:
             return self._asked_folders
-        root = workspace.root_path
+        root = self._root
         if root:
             return [WorkspaceFolder(name=os.path.basename(root) or root, path=root)]
         return [WorkspaceFolder(name=os.path.basename(self.cwd) or self.cwd, path=self.cwd)]
 
-    def _client_supports_folders(self) -> bool:
-        capabilities = self.protocol.client_capabilities
-        return bool(capabilities and capabilities.workspace and capabilities.workspace.workspace_folders)
-
     async def _ask_folders(self) -> list[WorkspaceFolder]:
         try:
-            answer = await asyncio.wait_for(self.workspace_workspace_folders_async(None), FOLDERS_REQUEST_TIMEOUT)
-        except (TimeoutError, JsonRpcException):
+            answer = await asyncio.wait_for(
+                self.peer.request("workspace/workspaceFolders", None), FOLDERS_REQUEST_TIMEOUT
+            )
+        except (TimeoutError, RpcError):
             logger.warning("the client did not answer workspace/workspaceFolders")
             return []
-        return [
-            WorkspaceFolder(name=folder.name, path=path) for folder in answer or [] if (path := to_fs_path(folder.uri))
-        ]
+        return [WorkspaceFolder(name=name, path=path) for uri, name in folder_list(answer) if (path := fs_path(uri))]
 
     async def _call_client_tool(
         self, conversation_id: str, server: str, tool: str, arguments: dict[str, Any]
@@ -271,7 +297,7 @@ class Connection(LanguageServer):
             "tool": tool,
             "arguments": arguments,
         }
-        result = await self.protocol.send_request_async(PREFIX + "callClientTool", params)
+        result = await self.peer.request(PREFIX + "callClientTool", params)
         if not isinstance(result, dict):
             raise ValueError(f"callClientTool answered {type(result).__name__}, expected an object")
         return result
@@ -294,16 +320,7 @@ class Connection(LanguageServer):
                 batch += await sub.next_batch(MAX_EVENTS_PER_NOTIFICATION - len(batch)) if sub.pending() else []
             for method, params in notifications(sub, seq, batch):
                 seq = params["seq"]
-                self.writer.write(frame({"jsonrpc": "2.0", "method": method, "params": params}))
+                self.peer.notify(method, params)
             await self.writer.drain()
         if self.state is not ConnectionState.CLOSED:
-            method, params = closed_notification(sub)
-            self.writer.write(frame({"jsonrpc": "2.0", "method": method, "params": params}))
-
-
-def _handler(spec: RequestSpec) -> Callable[[Connection, Any], Any]:
-    async def handler(ls: Connection, params: Any) -> Any:
-        return await ls.call(spec, params)
-
-    handler.__name__ = spec.runtime
-    return handler
+            self.peer.notify(*closed_notification(sub))

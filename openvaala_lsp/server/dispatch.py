@@ -2,7 +2,7 @@
 structured into its params type, the runtime method called, its result unstructured or its error
 turned into the wire's error; a subscription's events turned into notifications.
 
-The pygls connection uses it for editors; the in-process test harness uses the very same code, so
+The editor connection (`connection.py`) uses it; the in-process test harness uses the very same code, so
 what a test sees is what an editor gets, minus the framing.
 """
 

@@ -1,4 +1,4 @@
-"""What the server checks of each message before pygls sees it: that it is JSON, a JSON-RPC 2.0
+"""What the server checks of each message before it handles it: that it is JSON, a JSON-RPC 2.0
 message within the limits, with text that JSON allows but UTF-8 (and so DuckDB and the OS) does not.
 
 `check` never raises: a message it refuses becomes an error response with `data.kind`.
@@ -26,7 +26,7 @@ def quote(value: Any) -> str:
 
 
 def check(body: bytes) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """(message, None) for a message pygls may handle, with absent or null `params` made `{}` for
+    """(message, None) for a message to handle, with absent or null `params` made `{}` for
     openvaala methods; (None, response) for one answered with an error; (None, None) for one that
     cannot be answered (a malformed response or notification) and is dropped."""
     try:
