@@ -1,0 +1,543 @@
+--- A conversation as this editor knows it: its saved log (items and turn footers, append-only),
+--- the live part (streaming items, pending inputs, approvals, notices) and the session's state,
+--- kept exact by the snapshot + stream of its subscriptions. A seq gap or a closed subscription
+--- re-lists the items after the last known ordinal and subscribes again: nothing lost or doubled.
+local async = require("openvaala.async")
+local config = require("openvaala.config")
+local events = require("openvaala.events")
+local util = require("openvaala.util")
+
+local M = {}
+
+---@class openvaala.Entry
+---@field kind "item"|"turn"|"more"
+---@field ordinal integer?
+---@field item table?
+---@field turn table?
+
+---@class openvaala.Conversation
+---@field server openvaala.Server
+---@field id string
+---@field record table? the Conversation
+---@field title string
+---@field session_id string? the main session
+---@field session table? its Session
+---@field state string idle | running | compacting | closed
+---@field context table ContextUsage {source, tokens, window}
+---@field usage table? TokenUsage of the session
+---@field log openvaala.Entry[] saved items and turn footers, in order; only appended to
+---@field last_ordinal integer the last saved ordinal in `log`
+---@field turn table? the running or last turn
+---@field streaming table[] {itemIndex, item} of the running turn
+---@field pending table[] {item, mode, turnId?} inputs not yet taken
+---@field approvals table[] {itemId, approval} waiting for an answer
+---@field notices table[] {level, text} errors and news of the current turn
+---@field status "loading"|"ready"|"resyncing"|"disconnected"|"deleted"
+local Conversation = {}
+Conversation.__index = Conversation
+
+---@type table<string, openvaala.Conversation>
+local registry = {}
+---@type openvaala.Conversation?
+local last_active
+
+local MAX_NOTICES = 5
+
+--- The conversation the user works with: the last one shown or used.
+function M.last()
+  if last_active and registry[last_active.id] == last_active then
+    return last_active
+  end
+end
+
+function M.touch(conv)
+  last_active = conv
+end
+
+--- The conversation of this id (one object per id in this Neovim), bound to `server`.
+---@param server openvaala.Server
+---@param id string
+---@param record table? its Conversation, when known
+---@return openvaala.Conversation
+function M.of(server, id, record)
+  local conv = registry[id]
+  if not conv then
+    conv = setmetatable({
+      id = id,
+      title = "",
+      state = "idle",
+      context = { source = "unknown", tokens = 0, window = 0 },
+      log = {},
+      last_ordinal = 0,
+      footers = {},
+      streaming = {},
+      pending = {},
+      approvals = {},
+      notices = {},
+      status = "loading",
+      listeners = {},
+      subs = {}, -- conversation / session: {id, seq, loading, queue}
+    }, Conversation)
+    registry[id] = conv
+  end
+  if conv.server ~= server then
+    conv.server = server
+    server:on_exit(function(reason)
+      if conv.server == server then
+        conv:_disconnected(reason)
+      end
+    end)
+  end
+  if record then
+    conv:set_record(record)
+  end
+  return conv
+end
+
+-- Change notification: the view re-renders once per batch of changes.
+
+function Conversation:on_change(fn)
+  table.insert(self.listeners, fn)
+end
+
+function Conversation:changed()
+  for _, fn in ipairs(self.listeners) do
+    fn(self)
+  end
+end
+
+function Conversation:notice(level, text)
+  table.insert(self.notices, { level = level, text = text })
+  if #self.notices > MAX_NOTICES then
+    table.remove(self.notices, 1)
+  end
+end
+
+function Conversation:set_record(record)
+  self.record = record
+  self.title = record.title or self.title
+end
+
+function Conversation:set_info(info)
+  self.info = info
+  self.session = info.session
+  self.state = info.state or self.state
+  if info.context and (info.context.source ~= "unknown" or (info.context.window or 0) > 0) then
+    self.context = info.context
+  end
+  self.usage = info.usage
+end
+
+function Conversation:_disconnected(reason)
+  self.subs = {}
+  self.approvals = {} -- nobody can answer them through this server; reconnecting shows what waits
+  self.status = "disconnected"
+  self:notice("error", reason .. ": :Openvaala open to reconnect")
+  self:changed()
+end
+
+-- The saved log
+
+--- Appends saved items (ascending ordinals above `last_ordinal`), with a footer after the last
+--- item of each finished turn. `turns` maps turn ids to what is known of them.
+function Conversation:append_saved(logged, turns)
+  for index, entry in ipairs(logged) do
+    if entry.ordinal > self.last_ordinal then
+      table.insert(self.log, { kind = "item", ordinal = entry.ordinal, item = entry.item })
+      self.last_ordinal = entry.ordinal
+    end
+    local turn_id = entry.item.turnId
+    local next_entry = logged[index + 1]
+    if turn_id and (not next_entry or next_entry.item.turnId ~= turn_id) then
+      local turn = turns[turn_id]
+      if turn and turn.status ~= "running" then
+        self:add_footer(turn)
+      end
+    end
+  end
+end
+
+function Conversation:add_footer(turn)
+  if not self.footers[turn.id] then
+    self.footers[turn.id] = true
+    table.insert(self.log, { kind = "turn", turn = turn })
+  end
+end
+
+-- Subscriptions
+
+--- Routes one notification of the subscription `name` ("conversation" or "session").
+function Conversation:_notification(name, method, params)
+  local sub = self.subs[name]
+  if not sub or sub.id ~= params.subscriptionId then
+    return
+  end
+  if method == "openvaala/subscriptionClosed" then
+    local reason = params.reason or {}
+    self.server:release(sub.id, false)
+    self.subs[name] = nil
+    if reason.kind == "conversationNotFound" then
+      return self:_deleted()
+    end
+    return self:resync(name, ("subscription closed (%s)"):format(reason.kind or "?"))
+  end
+  if sub.loading then -- the snapshot is still being completed: apply in order afterwards
+    table.insert(sub.queue, { method, params })
+    return
+  end
+  if params.seq ~= sub.seq + 1 then
+    return self:resync(name, ("missed events (seq %s after %s)"):format(params.seq, sub.seq))
+  end
+  sub.seq = params.seq
+  if method == "openvaala/sessionEvent" then
+    events.session(self, params.events)
+  elseif method == "openvaala/conversationEvent" then
+    events.conversation(self, params.event)
+  end
+  self:changed()
+end
+
+function Conversation:_subscribe_local(name, id)
+  local sub = { id = id, seq = 0, loading = true, queue = {} }
+  self.subs[name] = sub
+  self.server:subscribe(id, function(method, params)
+    self:_notification(name, method, params)
+  end)
+  return sub
+end
+
+--- Applies what arrived while the snapshot was completed.
+function Conversation:_loaded(name, sub)
+  sub.loading = false
+  local queued = sub.queue
+  sub.queue = {}
+  for _, message in ipairs(queued) do
+    if self.subs[name] ~= sub then
+      return
+    end
+    self:_notification(name, message[1], message[2])
+  end
+end
+
+function Conversation:_deleted()
+  for name, sub in pairs(self.subs) do
+    self.server:release(sub.id, false)
+    self.subs[name] = nil
+  end
+  self.status = "deleted"
+  self:changed()
+end
+
+--- Inside a task: subscribes to the conversation (title, sessions).
+function Conversation:_sync_conversation()
+  local old = self.subs.conversation
+  if old then
+    self.server:release(old.id, true)
+    self.subs.conversation = nil
+  end
+  local snap, err = self.server:call("subscribeConversation", { conversationId = self.id })
+  if err then
+    return nil, err
+  end
+  local sub = self:_subscribe_local("conversation", snap.subscriptionId)
+  self.title = snap.title or self.title
+  local main
+  for _, info in ipairs(snap.sessions or {}) do
+    if info.session.id == self.session_id or (not self.session_id and not info.session.parentSessionId) then
+      main = main or info
+    end
+  end
+  main = main or (snap.sessions or {})[1]
+  if main then
+    self.session_id = main.session.id
+    self:set_info(main)
+  end
+  self:_loaded("conversation", sub)
+  return true
+end
+
+--- Inside a task: the saved items in (after, upto], with their turns' footers.
+function Conversation:_list_after(after, upto)
+  local logged = {}
+  local cursor = after
+  while cursor < upto do
+    local page, err = self.server:call("listItems", {
+      conversationId = self.id,
+      sessionId = self.session_id,
+      cursor = cursor,
+      limit = 500,
+      order = "asc",
+    })
+    if err then
+      return nil, err
+    end
+    for _, entry in ipairs(page.items) do
+      if entry.ordinal <= upto then
+        table.insert(logged, entry)
+      end
+    end
+    if not page.nextCursor or #page.items == 0 then
+      break
+    end
+    cursor = page.nextCursor
+  end
+  return logged
+end
+
+--- Inside a task: the last `config.history` saved items up to `upto` (the first load).
+function Conversation:_list_recent(upto)
+  if upto == 0 then
+    return {}
+  end
+  local page, err = self.server:call("listItems", {
+    conversationId = self.id,
+    sessionId = self.session_id,
+    cursor = upto + 1,
+    limit = math.max(1, math.min(500, config.options.history)),
+    order = "desc",
+  })
+  if err then
+    return nil, err
+  end
+  local logged = {}
+  for i = #page.items, 1, -1 do
+    table.insert(logged, page.items[i])
+  end
+  if page.nextCursor then
+    table.insert(self.log, { kind = "more" })
+  end
+  return logged
+end
+
+--- Inside a task: what is known of these turns (by id).
+function Conversation:_turns(ids)
+  local turns = {}
+  if #ids == 0 then
+    return turns
+  end
+  local result = self.server:call("getTurns", { conversationId = self.id, turnIds = ids })
+  for _, turn in ipairs(result and result.turns or {}) do
+    turns[turn.id] = turn
+  end
+  return turns
+end
+
+--- Inside a task: (re)subscribes to the main session and completes its snapshot.
+function Conversation:_sync_session()
+  local old = self.subs.session
+  if old then
+    self.server:release(old.id, true)
+    self.subs.session = nil
+  end
+  local params = { conversationId = self.id, sessionId = self.session_id }
+  local snap, err = self.server:call("subscribeSession", params)
+  if err and err.kind == "conversationNotOpen" then -- e.g. the runtime restarted
+    local record, open_err = self.server:call("openConversation", { conversationId = self.id })
+    if open_err then
+      return nil, open_err
+    end
+    self:set_record(record)
+    snap, err = self.server:call("subscribeSession", params)
+  end
+  if err then
+    return nil, err
+  end
+  local sub = self:_subscribe_local("session", snap.subscriptionId)
+  local logged, list_err
+  if not self.loaded_once then
+    logged, list_err = self:_list_recent(snap.lastSavedOrdinal)
+  else
+    logged, list_err = self:_list_after(self.last_ordinal, snap.lastSavedOrdinal)
+  end
+  if not logged then
+    self.server:release(sub.id, true)
+    self.subs.session = nil
+    return nil, list_err
+  end
+  self.loaded_once = true
+  -- footers: the turns of these items, and the turn that ran before a resync
+  local ids, seen = {}, {}
+  local previous = self.turn and self.turn.id
+  local function want(id)
+    if id and not seen[id] then
+      seen[id] = true
+      table.insert(ids, id)
+    end
+  end
+  want(previous)
+  for _, entry in ipairs(logged) do
+    want(entry.item.turnId)
+  end
+  local turns = self:_turns(ids)
+  if previous and turns[previous] and turns[previous].status ~= "running" then
+    local has_items = events.index_of(logged, function(e)
+      return e.item.turnId == previous
+    end)
+    if not has_items then
+      self:add_footer(turns[previous])
+    end
+  end
+  self:append_saved(logged, turns)
+  local last_turn = logged[#logged] and turns[logged[#logged].item.turnId or ""]
+  if last_turn then
+    self.turn = last_turn
+  elseif previous and turns[previous] then
+    self.turn = turns[previous]
+  end
+  self.streaming = {}
+  local approvals = {}
+  for _, streaming in ipairs(snap.streamingItems or {}) do
+    table.insert(self.streaming, streaming)
+    if streaming.item.status == "awaitingApproval" then
+      -- waiting since before this subscription: what it asks, as the event would say it (the
+      -- event's details are kept when this editor saw it)
+      local known = events.index_of(self.approvals, function(a)
+        return a.itemId == streaming.item.id
+      end)
+      table.insert(approvals, known and self.approvals[known] or {
+        itemId = streaming.item.id,
+        approval = events.approval_of_item(streaming.item),
+      })
+    end
+  end
+  self.approvals = approvals
+  self.pending = {}
+  for _, pending in ipairs(snap.pendingInputs or {}) do
+    table.insert(self.pending, pending)
+  end
+  -- the state and context now (events queued since the subscription bring them forward)
+  local details = self.server:call("getSessionDetails", params)
+  if details and details.info then
+    self:set_info(details.info)
+  end
+  local usage = self.server:call("getSessionContextUsage", params)
+  if usage and usage.nextRequest and self.context.source == "unknown" then
+    self.context = usage.nextRequest
+  end
+  self:_loaded("session", sub)
+  return true
+end
+
+local RETRIES = 5 -- while the runtime host restarts (its front answers runtimeStopped meanwhile)
+
+--- Inside a task: subscribes and loads everything; reports failures.
+function Conversation:sync()
+  self.syncing = true
+  local ok, err
+  local attempt = 0
+  repeat
+    self.again = nil
+    ok, err = true, nil
+    if not self.subs.conversation then
+      ok, err = self:_sync_conversation()
+    end
+    if ok and (not self.subs.session or self.again_session) then
+      self.again_session = nil
+      ok, err = self:_sync_session()
+    end
+    if not ok and err.kind == "runtimeStopped" and not self.server.dead and attempt < RETRIES then
+      attempt = attempt + 1
+      async.sleep(200 * attempt)
+      self.again = true
+    end
+  until not self.again or (not ok and err.kind ~= "runtimeStopped")
+  self.syncing = false
+  if ok then
+    self.status = "ready"
+  elseif err.kind == "conversationNotFound" then
+    self:_deleted()
+    return false
+  else
+    self.status = "disconnected"
+    self:notice("error", util.describe("loading the conversation", err))
+    util.request_error("loading the conversation", err)
+  end
+  self:changed()
+  return ok
+end
+
+--- Starts a resync of subscription `name` (after a gap or a close); one at a time.
+function Conversation:resync(name, why)
+  if name == "session" then
+    local sub = self.subs.session
+    if sub then
+      self.server:release(sub.id, true)
+      self.subs.session = nil
+    end
+    self.again_session = true
+  else
+    local sub = self.subs.conversation
+    if sub then
+      self.server:release(sub.id, true)
+      self.subs.conversation = nil
+    end
+  end
+  self.resyncs = (self.resyncs or 0) + 1
+  self.last_resync = why
+  if self.syncing then
+    self.again = true
+    return
+  end
+  self.status = "resyncing"
+  self:changed()
+  async.run(function()
+    self:sync()
+  end)
+end
+
+--- Inside a task: (re)attaches to `server` and loads the conversation.
+function Conversation:attach(server)
+  if server then
+    M.of(server, self.id)
+  end
+  if self.status == "disconnected" then
+    self.subs = {}
+    self.notices = {}
+  end
+  if self.subs.session and self.subs.conversation then
+    return true
+  end
+  self.status = self.status == "ready" and "resyncing" or self.status
+  self:changed()
+  return self:sync()
+end
+
+--- Stops both subscriptions (the buffer was closed).
+function Conversation:detach()
+  for name, sub in pairs(self.subs) do
+    self.server:release(sub.id, true)
+    self.subs[name] = nil
+  end
+  self.listeners = {}
+  if registry[self.id] == self then
+    registry[self.id] = nil
+  end
+end
+
+--- The running turn's id, if a turn runs.
+function Conversation:active_turn_id()
+  if self.info and self.info.activeTurnId and self.state ~= "idle" then
+    return self.info.activeTurnId
+  end
+  if self.turn and self.turn.status == "running" then
+    return self.turn.id
+  end
+end
+
+--- The model of the main session as `provider/name`.
+function Conversation:model_name()
+  local selection = self.session and self.session.model
+  local ref = selection and selection.model
+  if ref then
+    return ref.provider .. "/" .. ref.name
+  end
+end
+
+function Conversation:forget()
+  self:detach()
+  if last_active == self then
+    last_active = nil
+  end
+end
+
+return M

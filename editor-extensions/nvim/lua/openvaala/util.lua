@@ -1,0 +1,98 @@
+--- Messages to the user, and the advice that goes with each failure.
+local M = {}
+
+local TITLE = { title = "openvaala" }
+
+function M.error(message)
+  vim.notify("openvaala: " .. message, vim.log.levels.ERROR, TITLE)
+end
+
+function M.warn(message)
+  vim.notify("openvaala: " .. message, vim.log.levels.WARN, TITLE)
+end
+
+function M.info(message)
+  vim.notify("openvaala: " .. message, vim.log.levels.INFO, TITLE)
+end
+
+M.SETUP_ADVICE = "run `openvaala setup` in a terminal (or `openvaala` for a guided setup)"
+M.NO_MODEL = "no model is configured: " .. M.SETUP_ADVICE .. ", then try again"
+
+---@param command string[]
+function M.missing_server(command)
+  return ("`%s` was not found on PATH. Install it (`pipx install openvaala-lsp`), or give its path: "
+    .. "require(\"openvaala\").setup({ cmd = { \"/path/to/openvaala-lsp\" } })"):format(command[1])
+end
+
+---@param method string
+function M.not_supported(method)
+  return ("%s is not supported by this openvaala-lsp; update openvaala"):format(method)
+end
+
+--- Error kinds worth a sentence of their own; the others show the server's message.
+local ADVICE = {
+  noModelConfigured = function()
+    return M.NO_MODEL
+  end,
+  methodNotFound = function(_, method)
+    return M.not_supported(method)
+  end,
+  conversationNotFound = function()
+    return "this conversation no longer exists"
+  end,
+  runtimeStopped = function(err)
+    return "the openvaala runtime stopped (" .. err.message .. "); try again"
+  end,
+}
+
+--- One sentence for a failed request: `<what> failed: <why>`.
+---@param what string e.g. "sending"
+---@param err openvaala.Error
+---@param method string?
+function M.describe(what, err, method)
+  local advice = ADVICE[err.kind or ""]
+  local why = advice and advice(err, method or what) or err.message
+  if err.kind == "noModelConfigured" or err.kind == "methodNotFound" then
+    return why
+  end
+  return ("%s failed: %s"):format(what, why)
+end
+
+function M.request_error(what, err, method)
+  M.error(M.describe(what, err, method))
+end
+
+--- `1234` as `1.2k`, `200000` as `200k`.
+---@param n number?
+function M.tokens(n)
+  n = tonumber(n) or 0
+  if n >= 1e6 then
+    return (("%.1fM"):format(n / 1e6):gsub("%.0M", "M"))
+  elseif n >= 1e3 then
+    return (("%.1fk"):format(n / 1e3):gsub("%.0k", "k"))
+  end
+  return tostring(math.floor(n))
+end
+
+--- The text of an item's content.
+---@param item table
+function M.text_of(item)
+  local parts = {}
+  for _, part in ipairs(item.content or {}) do
+    if part.type == "text" then
+      parts[#parts + 1] = part.text or ""
+    elseif part.type == "image" then
+      parts[#parts + 1] = ("[image %s]"):format(part.mimeType or "")
+    end
+  end
+  return table.concat(parts)
+end
+
+local counter = 0
+--- A fresh idempotency key for `submitInput`.
+function M.input_id()
+  counter = counter + 1
+  return ("nvim-%d-%x-%d"):format(vim.uv.os_getpid(), vim.uv.hrtime(), counter)
+end
+
+return M
