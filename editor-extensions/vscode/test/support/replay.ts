@@ -5,11 +5,11 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { OPTIONAL_METHODS } from "../../src/client/openvaalaClient";
 import { SessionTimeline } from "../../src/client/timeline";
-import type { AnySessionEvent } from "../../src/protocol/events";
 import type {
   Conversation,
   ConversationEventParams,
   LoggedItemPage,
+  SessionEvent,
   SessionEventParams,
   SubscribeConversationResult,
   SubscribeSessionResult,
@@ -37,7 +37,7 @@ function response<T>(fixture: Fixture, method: string): T {
 
 export interface ReplayStep {
   /** The session events of this notification (empty for the opening snapshot). */
-  events: AnySessionEvent[];
+  events: SessionEvent[];
   messages: HostMessage[];
 }
 
@@ -90,7 +90,7 @@ export class Replay {
       if (entry.method === "openvaala/sessionEvent") {
         const params = entry.params as SessionEventParams;
         if (params.subscriptionId !== this.subscriptionId) continue;
-        const events = params.events as AnySessionEvent[];
+        const events = params.events;
         yield { events, messages: [{ type: "ops", sessionId: this.fixture.sessionId, ops: this.timeline.applyEvents(events) }] };
       } else if (entry.method === "openvaala/conversationEvent") {
         const params = entry.params as ConversationEventParams;
@@ -108,7 +108,7 @@ export class Replay {
   }
 
   /** Ops for events that are not in the recording (e.g. approvals, which the server does not send yet). */
-  apply(events: AnySessionEvent[]): HostMessage {
+  apply(events: SessionEvent[]): HostMessage {
     return { type: "ops", sessionId: this.fixture.sessionId, ops: this.timeline.applyEvents(events) };
   }
 }

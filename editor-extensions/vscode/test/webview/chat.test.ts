@@ -266,7 +266,7 @@ describe("the chat webview in Chromium", { skip: SKIP, timeout: 60_000 }, () => 
       model: { model: { provider: "fake", name: "fake-model" } },
       parentSessionId: replay.fixture.sessionId,
     };
-    const empty = { items: [], streaming: [], pending: [], approvals: [], status: { state: "running" as const }, hasEarlier: false, errors: [] };
+    const empty = { items: [], streaming: [], pending: [], approvals: [], outcomes: [], status: { state: "running" as const }, hasEarlier: false, errors: [] };
     await page.send({ type: "session", session: child, anchor: shellCall.ordinal, snapshot: empty });
     const found: Item = { ...shellCall.item, id: "item_child_1", sessionId: "sess_child", type: "assistantMessage", content: [{ type: "text", text: "The reviewer found **nothing** to fix." }] };
     await page.send({ type: "ops", sessionId: "sess_child", ops: [{ op: "saved", ordinal: 100, item: found }] });

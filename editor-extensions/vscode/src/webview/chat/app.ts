@@ -8,6 +8,7 @@ import { Composer } from "./composer";
 import { ConversationHeader } from "./header";
 import { ListView } from "./listView";
 import { ApprovalPanel, PendingPanel } from "./panels";
+import { SandboxBadge } from "./sandboxBadge";
 import { SessionView } from "./sessionView";
 
 const BOTTOM_SLACK = 40; // px: "at the bottom" for auto-scrolling
@@ -31,6 +32,8 @@ export class ChatApp {
   private conversation: Conversation | undefined;
   private stickToBottom = true;
   private running = false;
+  private clientId: string | undefined;
+  private readonly sandboxBadges: SandboxBadge[];
 
   constructor(
     root: HTMLElement,
@@ -41,8 +44,9 @@ export class ChatApp {
     this.banner = h("div", { class: "banner", hidden: true, role: "status" });
     this.folderSelect = h("select", { class: "folder-select", hidden: true, "aria-label": "Workspace folder" });
     this.folderSelect.addEventListener("change", () => this.post({ type: "selectFolder", folder: this.folderSelect.value }));
-    this.list = new ListView(post, supports);
-    this.header = new ConversationHeader(post, supports);
+    this.sandboxBadges = [new SandboxBadge(post), new SandboxBadge(post)];
+    this.list = new ListView(post, supports, this.sandboxBadges[0]!.element);
+    this.header = new ConversationHeader(post, supports, this.sandboxBadges[1]!.element);
     this.timeline = h("div", { class: "timeline", role: "log", "aria-live": "polite" });
     this.timeline.addEventListener("scroll", () => {
       const distance = this.timeline.scrollHeight - this.timeline.scrollTop - this.timeline.clientHeight;
@@ -130,6 +134,10 @@ export class ChatApp {
       case "composer":
         this.composer.restore(message.text);
         return;
+      case "approvalAnswer":
+        this.approvals.answered(message.itemId, message.outcome, message.message);
+        if (message.outcome === "gone") setTimeout(() => this.approvals.remove(message.itemId), 4000);
+        return;
       case "notice":
         this.notice(message.level, message.message, message.fix);
         return;
@@ -153,6 +161,8 @@ export class ChatApp {
   }
 
   private showConnection(status: ConnectionStatus): void {
+    if (status.state === "ready") this.clientId = status.clientId;
+    for (const badge of this.sandboxBadges) badge.show(status.state === "ready" ? status.sandbox : undefined, status.state === "ready");
     clear(this.banner);
     if (status.state === "ready" || status.state === "starting") {
       this.banner.hidden = status.state === "ready";
@@ -212,7 +222,7 @@ export class ChatApp {
       const parent = session.parentSessionId ? this.sessions.get(session.parentSessionId) : undefined;
       view = new SessionView(
         session,
-        { post: this.post, supports: (method) => this.actions.has(method) },
+        { post: this.post, supports: (method) => this.actions.has(method), clientId: () => this.clientId },
         { other: (op) => this.onSessionOp(session.id, op), grew: () => this.keepAtBottom() },
         parent !== undefined,
       );

@@ -23,6 +23,7 @@ export class ConversationHeader {
   constructor(
     private readonly post: (message: ViewMessage) => void,
     private readonly supports: (method: string) => boolean,
+    sandboxBadge: HTMLElement,
   ) {
     this.title = h("button", { class: "conversation-heading", title: "Rename" });
     this.title.addEventListener("click", () => {
@@ -49,7 +50,7 @@ export class ConversationHeader {
         this.title,
         this.actions,
       ),
-      h("div", { class: "header-row meta" }, this.model, this.meter, this.state),
+      h("div", { class: "header-row meta" }, this.model, this.meter, this.state, sandboxBadge),
     );
   }
 
