@@ -47,6 +47,18 @@ export class FixableError extends Error {
   }
 }
 
+/** A connected client's status for the view: versions, the sandbox, and its clientId. */
+export function readyStatus(client: OpenvaalaClient): ConnectionStatus {
+  const features = client.features;
+  return {
+    state: "ready",
+    serverVersion: features.serverVersion,
+    protocolVersion: features.protocolVersion,
+    ...(features.sandbox ? { sandbox: features.sandbox } : {}),
+    ...(client.clientId ? { clientId: client.clientId } : {}),
+  };
+}
+
 export interface ContextSummary {
   conversationTitle: string;
   context?: ContextUsage;

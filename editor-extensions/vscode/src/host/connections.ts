@@ -4,7 +4,7 @@
 import * as vscode from "vscode";
 import { LanguageClient, State, type LanguageClientOptions, type ServerOptions } from "vscode-languageclient/node";
 import type { ClientProvider } from "../chat/controller";
-import { FixableError } from "../chat/controller";
+import { FixableError, readyStatus } from "../chat/controller";
 import { Emitter } from "../client/emitter";
 import { initializationOptions, newClientId } from "../client/initialization";
 import { OpenvaalaClient } from "../client/openvaalaClient";
@@ -26,16 +26,6 @@ export interface ConnectionReport {
   server?: ServerCommand;
 }
 
-function readyStatus(client: OpenvaalaClient): ConnectionStatus {
-  const features = client.features;
-  return {
-    state: "ready",
-    serverVersion: features.serverVersion,
-    protocolVersion: features.protocolVersion,
-    ...(features.sandbox ? { sandbox: features.sandbox } : {}),
-    ...(client.clientId ? { clientId: client.clientId } : {}),
-  };
-}
 
 export function folderKey(folder: vscode.WorkspaceFolder): string {
   return folder.uri.toString();
