@@ -4,13 +4,13 @@
 // unknown answer, and an interrupt while a call waits. The runtime runs the shell in its sandbox.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ASKS_FOR_SHELL, SKIP_INTEGRATION, harness, requireAdvertised } from "../support/harness";
+import { ASKS_FOR_SHELL, harness, requireAdvertised } from "../support/harness";
 import { textOf } from "../support/screen";
 
 const text = (value: string) => [{ type: "text" as const, text: value }];
 const shell = (callId: string, command: string) => [["tool_call", callId, "shell", [JSON.stringify({ command })]], ["finish"]];
 
-describe("approvals against the real runtime", { skip: SKIP_INTEGRATION, timeout: 60_000 }, () => {
+describe("approvals against the real runtime", { timeout: 60_000 }, () => {
   it("shows the prompt of a shell call that asks, allows it once, and says who allowed it", async (t) => {
     const h = await harness(t);
     requireAdvertised(h, "openvaala/answerApproval");

@@ -8,7 +8,7 @@ import { Emitter } from "../../src/client/emitter";
 import type { OpenvaalaClient } from "../../src/client/openvaalaClient";
 import type { HostCommand, HostMessage } from "../../src/shared/messages";
 import { USAGE_SQL, parseUsage, sinceDay } from "../../src/usage/usageData";
-import { ASKS_FOR_SHELL, SKIP_INTEGRATION, harness } from "../support/harness";
+import { ASKS_FOR_SHELL, harness } from "../support/harness";
 import { waitFor } from "../support/wait";
 
 class FakeUi implements ChatUi {
@@ -47,7 +47,7 @@ function provider(client: OpenvaalaClient): ClientProvider {
   };
 }
 
-describe("the chat controller against the real runtime", { skip: SKIP_INTEGRATION, timeout: 60_000 }, () => {
+describe("the chat controller against the real runtime", { timeout: 60_000 }, () => {
   it("lists, creates, streams a turn, renames, archives and deletes", async (t) => {
     const h = await harness(t);
     await h.model.enqueue([["text", "Hi ", "there."]]);

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
-import { ASKS_FOR_SHELL, SKIP_INTEGRATION, harness } from "../support/harness";
+import { ASKS_FOR_SHELL, harness } from "../support/harness";
 import type { Screen } from "../support/screen";
 import { textOf } from "../support/screen";
 
@@ -27,7 +27,7 @@ async function assertScreenMatchesServer(screen: Screen, list: () => Promise<str
   assert.deepEqual(onScreen, await list());
 }
 
-describe("recovery after a runtime restart", { skip: SKIP_INTEGRATION, timeout: 90_000 }, () => {
+describe("recovery after a runtime restart", { timeout: 90_000 }, () => {
   it("re-subscribes and re-lists after the runtime host is killed mid-turn", async (t) => {
     const h = await harness(t);
     const client = h.runtime.client;

@@ -4,13 +4,13 @@
 // an approval prompt (also from a snapshot), and who answered it.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ASKS_FOR_SHELL, SKIP_INTEGRATION, harness } from "../support/harness";
+import { ASKS_FOR_SHELL, harness } from "../support/harness";
 import { Screen, textOf } from "../support/screen";
 import { waitFor } from "../support/wait";
 
 const text = (value: string) => [{ type: "text" as const, text: value }];
 
-describe("two editors on one shared runtime host", { skip: SKIP_INTEGRATION, timeout: 60_000 }, () => {
+describe("two editors on one shared runtime host", { timeout: 60_000 }, () => {
   it("one submits, the other sees the turn stream and the conversation run", async (t) => {
     const h = await harness(t);
     const other = await h.secondEditor();

@@ -4,12 +4,12 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { presentTool } from "../../src/shared/tools";
-import { SKIP_INTEGRATION, harness, requireAdvertised } from "../support/harness";
+import { harness, requireAdvertised } from "../support/harness";
 import { Screen, textOf } from "../support/screen";
 
 const text = (value: string) => [{ type: "text" as const, text: value }];
 
-describe("turns against the real runtime", { skip: SKIP_INTEGRATION, timeout: 60_000 }, () => {
+describe("turns against the real runtime", { timeout: 60_000 }, () => {
   it("creates a conversation whose main session is followed from the start", async (t) => {
     const h = await harness(t);
     const conversation = await h.runtime.client.createConversation();

@@ -12,6 +12,7 @@ import { SandboxBadge } from "./sandboxBadge";
 import { SessionView } from "./sessionView";
 
 const BOTTOM_SLACK = 40; // px: "at the bottom" for auto-scrolling
+const USER_SCROLL_MS = 1000; // a scroll this soon after the user's wheel, touch, key or pointer is theirs
 
 export class ChatApp {
   private readonly root: HTMLElement;
@@ -33,6 +34,7 @@ export class ChatApp {
   private stickToBottom = true;
   private running = false;
   private clientId: string | undefined;
+  private readonly resizes: ResizeObserver;
   private readonly sandboxBadges: SandboxBadge[];
 
   constructor(
@@ -48,11 +50,21 @@ export class ChatApp {
     this.list = new ListView(post, supports, this.sandboxBadges[0]!.element);
     this.header = new ConversationHeader(post, supports, this.sandboxBadges[1]!.element);
     this.timeline = h("div", { class: "timeline", role: "log", "aria-live": "polite" });
+    // Following the bottom stops only when the user scrolls away from it (wheel, touch, keys, the
+    // scroll bar), not when the browser moves it because a prompt took room or content was laid out.
+    let userScrolled = 0;
+    const byUser = () => (userScrolled = Date.now());
+    for (const type of ["wheel", "touchmove", "keydown", "pointerdown"]) this.timeline.addEventListener(type, byUser, { passive: true });
     this.timeline.addEventListener("scroll", () => {
-      const distance = this.timeline.scrollHeight - this.timeline.scrollTop - this.timeline.clientHeight;
-      this.stickToBottom = distance < BOTTOM_SLACK;
+      const { scrollHeight, scrollTop, clientHeight } = this.timeline;
+      if (scrollHeight - scrollTop - clientHeight < BOTTOM_SLACK) this.stickToBottom = true;
+      else if (Date.now() - userScrolled < USER_SCROLL_MS) this.stickToBottom = false;
     });
     this.timeline.addEventListener("click", (event) => this.onLinkClick(event));
+    // stay at the bottom when prompts and queued inputs take room from the timeline, and when its
+    // content grows after the fact (items laid out late, images, folds opened)
+    this.resizes = new ResizeObserver(() => this.keepAtBottom());
+    this.resizes.observe(this.timeline);
     this.notices = h("div", { class: "notices" });
     this.pending = new PendingPanel(post, supports);
     this.approvals = new ApprovalPanel(post, supports);
@@ -231,6 +243,7 @@ export class ChatApp {
       else if (session.id === this.mainSessionId || !this.main) {
         this.main = view;
         this.timeline.append(view.element);
+        this.resizes.observe(view.element);
       } else {
         this.main.addChild(view, anchor);
       }

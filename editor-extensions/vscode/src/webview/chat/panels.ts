@@ -101,7 +101,7 @@ export class ApprovalPanel {
     if (this.cards.has(itemId)) return; // the same prompt again (a snapshot after the event): keep its state
     const answerable = this.supports("openvaala/answerApproval");
     const status = h("div", { class: "approval-status muted", role: "status" });
-    const buttons = h("div", { class: "approval-buttons" });
+    const buttons = h("div", { class: "approval-buttons approval-choices" });
     const setButtons = (enabled: boolean) => {
       for (const button of Array.from(card.querySelectorAll("button"))) button.disabled = !enabled;
     };
@@ -125,8 +125,8 @@ export class ApprovalPanel {
       h(
         "div",
         { class: "approval-buttons" },
-        h("button", { class: "danger", "data-decision": "deny-confirm", onclick: () => send("deny", reasonInput.value.trim()) }, "Deny"),
-        h("button", { "data-decision": "deny-cancel", onclick: () => showButtons() }, "Back"),
+        h("button", { class: "danger", "data-decision": "deny-confirm", disabled: !answerable, onclick: () => send("deny", reasonInput.value.trim()) }, "Deny"),
+        h("button", { "data-decision": "deny-cancel", disabled: !answerable, onclick: () => showButtons() }, "Back"),
       ),
     );
     const showButtons = () => {
