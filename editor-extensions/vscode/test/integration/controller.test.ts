@@ -6,6 +6,7 @@ import { describe, it } from "node:test";
 import { ChatController, readyStatus, type ChatUi, type ClientProvider } from "../../src/chat/controller";
 import { Emitter } from "../../src/client/emitter";
 import type { OpenvaalaClient } from "../../src/client/openvaalaClient";
+import type { AgentInfo } from "../../src/protocol/generated";
 import type { HostCommand, HostMessage } from "../../src/shared/messages";
 import { USAGE_SQL, parseUsage, sinceDay } from "../../src/usage/usageData";
 import { ASKS_FOR_SHELL, harness } from "../support/harness";
@@ -25,8 +26,11 @@ class FakeUi implements ChatUi {
   input(): Promise<string | undefined> {
     return Promise.resolve(this.inputAnswer);
   }
-  pickAgent(): Promise<undefined> {
-    return Promise.resolve(undefined);
+  agentsOffered: string[][] = [];
+  agentAnswer: string | undefined = undefined;
+  pickAgent(agents: AgentInfo[]): Promise<AgentInfo | undefined> {
+    this.agentsOffered.push(agents.map((agent) => agent.name));
+    return Promise.resolve(agents.find((agent) => agent.name === this.agentAnswer));
   }
   runCommand(command: HostCommand): void {
     this.commands.push(command);
@@ -147,6 +151,22 @@ describe("the chat controller against the real runtime", { timeout: 60_000 }, ()
     const result = ui.of("ops").flatMap((m) => m.ops).find((op) => op.op === "saved" && op.item.type === "toolResult");
     assert.ok(result?.op === "saved");
     assert.match(result.item.content?.[0]?.text ?? "", /keep the build/, "the denial's message went to the model (trimmed)");
+  });
+
+  it("offers the agents on create when there are several, and creates the conversation with the one picked", async (t) => {
+    const h = await harness(t);
+    await h.define([{ name: "default" }, { name: "reviewer", description: "Reviews changes" }]);
+    const ui = new FakeUi();
+    const controller = new ChatController(ui, provider(h.runtime.client));
+    t.after(() => controller.dispose());
+    await controller.handle({ type: "ready" });
+    await controller.handle({ type: "create" });
+    assert.deepEqual(ui.agentsOffered, [["default", "reviewer"]]);
+    assert.equal(ui.of("opened").length, 0, "nothing is created when the pick is cancelled");
+    ui.agentAnswer = "reviewer";
+    await controller.handle({ type: "create" });
+    assert.equal(ui.of("opened")[0]?.conversation.agentName, "reviewer");
+    assert.deepEqual(ui.of("notice"), []);
   });
 
   it("says how to set up a model when none is configured", async (t) => {

@@ -148,6 +148,35 @@ describe("turns against the real runtime", { timeout: 60_000 }, () => {
     await assert.rejects(open.interrupt(), (error: { kind?: string }) => error.kind === "invalidState");
   });
 
+  it("follows a sub-agent's session, nested under the session that started it", async (t) => {
+    const h = await harness(t);
+    await h.define([
+      { name: "default", subAgents: ["reviewer"], titles: false },
+      { name: "reviewer", description: "Reviews changes", titles: false },
+    ]);
+    await h.model.enqueue(
+      [["tool_call", "c1", "subagent", ['{"agent": "reviewer", "task": "review the greeting"}']], ["finish"]],
+      [["text", "The greeting is fine."]],
+      [["text", "The reviewer says it is fine."]],
+    );
+    const { open, screen } = await h.conversation();
+    const added = new Promise<string>((resolve) => open.onSessionAdded((entry) => resolve(entry.session.id)));
+    await open.submit(text("get it reviewed"));
+    const childId = await added;
+    const child = open.session(childId);
+    assert.ok(child);
+    assert.equal(child.session.parentSessionId, open.mainSession?.session.id);
+    assert.equal(child.session.agentName, "reviewer");
+    const childScreen = new Screen(open, childId);
+    await screen.turnCompleted();
+    await childScreen.until(() => childScreen.saved().some((item) => item.type === "assistantMessage"), "the sub-agent's answer");
+    assert.deepEqual(childScreen.saved().map(textOf), ["review the greeting", "The greeting is fine."]);
+    assert.deepEqual(childScreen.saved()[0]?.from, { kind: "session", sessionId: open.mainSession?.session.id });
+    const result = screen.saved().find((item) => item.type === "toolResult");
+    assert.match(textOf(result!), /The greeting is fine\./, "the sub-agent's answer is the tool's result");
+    assert.equal(screen.saved().at(-1)?.type, "assistantMessage");
+  });
+
   it("sends images as image content", async (t) => {
     const h = await harness(t);
     await h.model.enqueue([["text", "a pixel"]]);
