@@ -208,6 +208,16 @@ describe("the chat webview in Chromium", { timeout: 60_000 }, () => {
       await page.send(replay.apply([{ type: "approvalResolved", itemId, decision, by: { ...other, clientId: fixture.clientId! } }]));
       assert.equal(await card.count(), 0);
     }
+    // allow always is remembered by the conversation (conversationUpdated): the header says what
+    const allowed = p.locator(".conversation-header .always-allowed");
+    assert.equal(await allowed.isVisible(), false);
+    const alwaysAllowed = [{ tool: "shell", commandPrefix: "make", outsideSandbox: false }];
+    await page.send({ type: "conversation", conversation: { ...replay.conversation, alwaysAllowed } });
+    assert.equal(await allowed.textContent(), "1 always allowed");
+    assert.equal(
+      await allowed.getAttribute("title"),
+      'Allowed for the rest of this conversation, without asking:\nshell: commands starting with "make"',
+    );
 
     // deny asks for an optional message first: Back returns, Enter sends it
     await page.send(ask("call_c", "rm -rf build"));
