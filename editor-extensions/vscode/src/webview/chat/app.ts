@@ -34,7 +34,6 @@ export class ChatApp {
   private stickToBottom = true;
   private running = false;
   private clientId: string | undefined;
-  private readonly resizes: ResizeObserver;
   private readonly sandboxBadges: SandboxBadge[];
 
   constructor(
@@ -61,10 +60,9 @@ export class ChatApp {
       else if (Date.now() - userScrolled < USER_SCROLL_MS) this.stickToBottom = false;
     });
     this.timeline.addEventListener("click", (event) => this.onLinkClick(event));
-    // stay at the bottom when prompts and queued inputs take room from the timeline, and when its
-    // content grows after the fact (items laid out late, images, folds opened)
-    this.resizes = new ResizeObserver(() => this.keepAtBottom());
-    this.resizes.observe(this.timeline);
+    // stay at the bottom when prompts and queued inputs take room from the timeline (content that
+    // grows by itself, e.g. a fold the user opens, does not move the view)
+    new ResizeObserver(() => this.keepAtBottom()).observe(this.timeline);
     this.notices = h("div", { class: "notices" });
     this.pending = new PendingPanel(post, supports);
     this.approvals = new ApprovalPanel(post, supports);
@@ -243,7 +241,6 @@ export class ChatApp {
       else if (session.id === this.mainSessionId || !this.main) {
         this.main = view;
         this.timeline.append(view.element);
-        this.resizes.observe(view.element);
       } else {
         this.main.addChild(view, anchor);
       }
