@@ -84,6 +84,7 @@ describe("the chat webview in Chromium", { timeout: 60_000 }, () => {
         const streaming = p.locator(`.item[data-item-id="${answerId}"]`);
         assert.equal(await streaming.getAttribute("data-status"), "streaming");
         assert.equal(await streaming.locator("h2").textContent(), "What is here");
+        assert.equal(await streaming.locator("button[data-action=fork]").isDisabled(), true, "a running turn cannot be forked yet");
         // mark the node: after the answer is saved, the very same element must be on screen
         await streaming.evaluate((element) => ((element as unknown as { mark: string }).mark = "streamed"));
         await page.screenshot("chat-streaming");
@@ -156,6 +157,7 @@ describe("the chat webview in Chromium", { timeout: 60_000 }, () => {
     // the final answer replaced the streamed one in place, rendered as markdown, inert
     const answer = p.locator(`.item[data-item-id="${answerId}"]`);
     assert.equal(await answer.getAttribute("data-status"), "completed");
+    assert.equal(await answer.locator("button[data-action=fork]").isEnabled(), true, "the turn ended: it can be forked");
     assert.equal(await answer.evaluate((element) => (element as unknown as { mark?: string }).mark), "streamed");
     assert.equal(await p.locator(`[data-item-id="${answerId}"]`).count(), 1);
     assert.deepEqual(await answer.locator("li").allTextContents(), ["It greets the world", "It is short"]);

@@ -9,6 +9,7 @@ import { ConversationHeader } from "./header";
 import { ListView } from "./listView";
 import { ApprovalPanel, PendingPanel } from "./panels";
 import { SandboxBadge } from "./sandboxBadge";
+import { markRunningTurn } from "./itemView";
 import { SessionView } from "./sessionView";
 
 const BOTTOM_SLACK = 40; // px: "at the bottom" for auto-scrolling
@@ -34,6 +35,7 @@ export class ChatApp {
   private stickToBottom = true;
   private running = false;
   private clientId: string | undefined;
+  private activeTurnId: string | undefined;
   private readonly sandboxBadges: SandboxBadge[];
 
   constructor(
@@ -232,7 +234,12 @@ export class ChatApp {
       const parent = session.parentSessionId ? this.sessions.get(session.parentSessionId) : undefined;
       view = new SessionView(
         session,
-        { post: this.post, supports: (method) => this.actions.has(method), clientId: () => this.clientId },
+        {
+          post: this.post,
+          supports: (method) => this.actions.has(method),
+          clientId: () => this.clientId,
+          activeTurnId: () => this.activeTurnId,
+        },
         { other: (op) => this.onSessionOp(session.id, op), grew: () => this.keepAtBottom() },
         parent !== undefined,
       );
@@ -251,6 +258,7 @@ export class ChatApp {
       this.approvals.reset(snapshot.approvals);
       this.header.setSessionModel(session.model.model);
       this.header.setContext(snapshot.status.context);
+      this.setActiveTurn(snapshot.status.activeTurnId);
       this.updateRunning(snapshot.status.state === "running" || snapshot.status.state === "compacting");
     } else {
       for (const approval of snapshot.approvals) this.approvals.add(approval);
@@ -283,6 +291,7 @@ export class ChatApp {
       case "status":
         if (!main) return;
         this.header.setContext(op.status.context);
+        this.setActiveTurn(op.status.activeTurnId);
         this.updateRunning(op.status.state === "running" || op.status.state === "compacting", op.status.compacting === true);
         return;
       case "turn":
@@ -301,6 +310,12 @@ export class ChatApp {
       default:
         return;
     }
+  }
+
+  private setActiveTurn(turnId: string | undefined): void {
+    if (turnId === this.activeTurnId) return;
+    this.activeTurnId = turnId;
+    markRunningTurn(this.timeline, turnId);
   }
 
   private updateRunning(running: boolean, compacting = false): void {

@@ -12,6 +12,20 @@ export interface ViewContext {
   supports(method: string): boolean;
   /** This window's clientId, to tell its own answers from another window's. */
   clientId(): string | undefined;
+  /** The main session's running turn: it cannot be forked until it ends. */
+  activeTurnId(): string | undefined;
+}
+
+const FORK_TITLE = "Fork: a new conversation with the history up to this turn";
+const FORK_RUNNING_TITLE = "Fork after this turn once it has ended";
+
+/** Enables the fork buttons of every turn but the running one. */
+export function markRunningTurn(root: ParentNode, turnId: string | undefined): void {
+  for (const button of Array.from(root.querySelectorAll<HTMLButtonElement>("button[data-action=fork]"))) {
+    const running = turnId !== undefined && button.dataset.turnId === turnId;
+    button.disabled = running;
+    button.title = running ? FORK_RUNNING_TITLE : FORK_TITLE;
+  }
 }
 
 export function textOf(content: Content[] | undefined): string {
@@ -189,13 +203,16 @@ export class ItemView {
     }
     if (item.turnId && item.type === "assistantMessage" && this.context.supports("openvaala/forkConversation")) {
       const turnId = item.turnId;
+      const running = this.context.activeTurnId() === turnId;
       buttons.push(
         h(
           "button",
           {
             class: "icon-button",
-            title: "Fork: a new conversation with the history up to this turn",
+            title: running ? FORK_RUNNING_TITLE : FORK_TITLE,
+            disabled: running,
             "data-action": "fork",
+            "data-turn-id": turnId,
             onclick: () => this.context.post({ type: "fork", turnId }),
           },
           icon("repo-forked"),
