@@ -20,6 +20,9 @@ const ANSWER = [
   "and [a javascript: link](javascript:alert(1)) stays inert.",
 ];
 
+/** The recorded agent: everything runs, but the shell asks (so the run has approval events). */
+const AGENT = { name: "default", permissions: { default: "allow" as const, tools: { shell: "ask" as const } } };
+
 async function main(): Promise<void> {
   const model = await FakeModel.start();
   let recorder: RecordingConnection | undefined;
@@ -54,16 +57,36 @@ async function main(): Promise<void> {
         ],
         ["finish", { prompt_tokens: 1300, completion_tokens: 40 }],
       ],
-      [["text", "Changed the greeting to *hello openvaala*."], ["finish", { prompt_tokens: 1400, completion_tokens: 12 }]],
+      [
+        ["text", "Changed it. I will also clear the old build output."],
+        ["tool_call", "call_3", "shell", ['{"command": "rm -rf build/"}']],
+        ["finish", { prompt_tokens: 1400, completion_tokens: 30 }],
+      ],
+      [
+        ["text", "Changed the greeting to *hello openvaala* and left `build/` alone, as you asked."],
+        ["finish", { prompt_tokens: 1500, completion_tokens: 20 }],
+      ],
     );
     const client = runtime.client;
+    await client.rpc.request("openvaala/setDefinitions", {
+      models: [
+        { ref: { provider: "fake", name: "fake-model" }, api: "openai-chat", baseUrl: model.baseUrl, apiKeyEnv: "FAKE_API_KEY", contextWindow: 8000 },
+      ],
+      agents: [AGENT],
+    });
     const conversation = await client.createConversation();
     const open = await client.open(conversation.id);
     const main = open.mainSession;
     if (!main) throw new Error("no main session");
     const timeline = main.subscription.timeline;
+    const approvalFor = (command: string) =>
+      waitFor(() => timeline.snapshot().approvals.find((a) => a.approval.command === command), `the approval of ${command}`, 30_000);
     await open.setTitle("Tour of the project");
     await open.submit([{ type: "text", text: "What is in this project? Then say hi." }]);
+    // the user reads the prompt for a moment, then allows the command once
+    const first = await approvalFor("echo hi && ls");
+    await delay(300);
+    await open.answerApproval(first.itemId, "allowOnce");
     await waitFor(
       () => timeline.snapshot().items.some((logged) => logged.item.type === "toolResult"),
       "the shell result",
@@ -73,12 +96,27 @@ async function main(): Promise<void> {
       "the answer to stream",
     );
     await open.submit([{ type: "text", text: "Now change the greeting to openvaala." }]);
-    await waitFor(() => timeline.pendingInputs().length === 0 && timeline.state.lastTurn !== undefined && timeline.snapshot().items.length >= 9 && timeline.state.state === "idle", "both turns", 30_000);
+    // the second command deletes things: denied, with a word for the model
+    const second = await approvalFor("rm -rf build/");
+    await delay(300);
+    await open.answerApproval(second.itemId, "deny", "Keep build/, I still need it.");
+    await waitFor(
+      () => timeline.pendingInputs().length === 0 && timeline.state.state === "idle" && timeline.snapshot().items.some((l) => l.item.type === "assistantMessage" && (l.item.content?.[0]?.text ?? "").includes("left `build/` alone")),
+      "both turns",
+      30_000,
+    );
+    await delay(500); // the title call and the last usage events
     const features = client.features;
     const fixture = {
       description:
         "The wire of a real run (openvaala-lsp, the scripted fake model, this extension's client), recorded by scripts/record-fixture.ts.",
-      server: { serverVersion: features.serverVersion, protocolVersion: features.protocolVersion, methods: [...features.methods] },
+      server: {
+        serverVersion: features.serverVersion,
+        protocolVersion: features.protocolVersion,
+        methods: [...features.methods],
+        ...(features.sandbox ? { sandbox: features.sandbox } : {}),
+      },
+      clientId: runtime.clientId,
       conversationId: conversation.id,
       sessionId: main.session.id,
       log: recorder?.log ?? [],
@@ -90,6 +128,10 @@ async function main(): Promise<void> {
     await runtime.stop();
     await model.stop();
   }
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 main().catch((error: unknown) => {

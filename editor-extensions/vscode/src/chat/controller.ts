@@ -4,8 +4,9 @@
 import type { OpenConversation } from "../client/conversation";
 import { DisposableStore, Emitter, type Disposable, type Event } from "../client/emitter";
 import type { OpenvaalaClient } from "../client/openvaalaClient";
+import type { SandboxState } from "../client/rpc";
 import { ProtocolError, toProtocolError } from "../protocol/errors";
-import type { AgentInfo, ContextUsage, Conversation, SessionContextUsage } from "../protocol/generated";
+import type { AgentInfo, ApprovalDecision, ContextUsage, Conversation, SessionContextUsage } from "../protocol/generated";
 import type {
   ConnectionStatus,
   FixAction,
@@ -46,11 +47,24 @@ export class FixableError extends Error {
   }
 }
 
+/** A connected client's status for the view: versions, the sandbox, and its clientId. */
+export function readyStatus(client: OpenvaalaClient): ConnectionStatus {
+  const features = client.features;
+  return {
+    state: "ready",
+    serverVersion: features.serverVersion,
+    protocolVersion: features.protocolVersion,
+    ...(features.sandbox ? { sandbox: features.sandbox } : {}),
+    ...(client.clientId ? { clientId: client.clientId } : {}),
+  };
+}
+
 export interface ContextSummary {
   conversationTitle: string;
   context?: ContextUsage;
   thresholdTokens?: number;
   running: boolean;
+  sandbox?: SandboxState;
 }
 
 const PAGE = 50;
@@ -150,8 +164,7 @@ export class ChatController implements Disposable {
         await this.require().interrupt();
         return;
       case "approval":
-        await this.require().answerApproval(message.itemId, message.decision);
-        return;
+        return this.answerApproval(message.itemId, message.decision, message.message);
       case "fork": {
         const fork = await this.require().fork(message.turnId);
         await this.openById(fork.id);
@@ -397,7 +410,29 @@ export class ChatController implements Disposable {
       ...(state.context ? { context: state.context } : {}),
       ...(threshold !== undefined ? { thresholdTokens: threshold } : {}),
       running: state.state === "running" || state.state === "compacting",
+      ...(this.watchedClient?.features.sandbox ? { sandbox: this.watchedClient.features.sandbox } : {}),
     });
+  }
+
+  /** Answers an approval prompt. The first answer of any window wins: a later one (`invalidState`)
+   * or one for a prompt that is gone (`notFound`) is said quietly on the card, not as an error. */
+  private async answerApproval(itemId: string, decision: ApprovalDecision, text?: string): Promise<void> {
+    const open = this.require();
+    try {
+      await open.answerApproval(itemId, decision, text?.trim() || undefined);
+    } catch (error) {
+      const protocolError = toProtocolError(error);
+      if (protocolError.kind === "invalidState") {
+        this.post({ type: "approvalAnswer", itemId, outcome: "late", message: "Another window answered first." });
+        return;
+      }
+      if (protocolError.kind === "notFound") {
+        this.post({ type: "approvalAnswer", itemId, outcome: "gone", message: "This call no longer waits for an answer." });
+        return;
+      }
+      this.post({ type: "approvalAnswer", itemId, outcome: "failed", message: protocolError.message });
+      throw error;
+    }
   }
 
   private async rename(conversationId: string): Promise<void> {

@@ -9,8 +9,8 @@ import type {
   AgentInfo,
   Conversation,
   ConversationListEntryPage,
-  CreateConversationRequest,
-  ListConversationsRequest,
+  CreateConversationParams,
+  ListConversationsParams,
   ModelList,
   QueryResult,
 } from "../protocol/generated";
@@ -37,6 +37,8 @@ export const OPTIONAL_METHODS = [
 
 export interface ClientOptions extends ConversationOptions {
   retry?: RetryPolicy;
+  /** The clientId this connection sent at initialize (initializationOptions.openvaala.clientId). */
+  clientId?: string;
 }
 
 export class OpenvaalaClient implements Disposable {
@@ -71,6 +73,11 @@ export class OpenvaalaClient implements Disposable {
 
   get features(): ServerFeatures {
     return this.rpc.features;
+  }
+
+  /** This connection's id as the runtime knows it (`by.clientId` of what it answered). */
+  get clientId(): string | undefined {
+    return this.options.clientId;
   }
 
   supports(method: Method): boolean {
@@ -130,11 +137,11 @@ export class OpenvaalaClient implements Disposable {
     this.runningEmitter.fire(this.running);
   }
 
-  listConversations(params: ListConversationsRequest): Promise<ConversationListEntryPage> {
+  listConversations(params: ListConversationsParams): Promise<ConversationListEntryPage> {
     return withRetry(() => this.rpc.request("openvaala/listConversations", params), this.retry);
   }
 
-  createConversation(params: CreateConversationRequest = {}): Promise<Conversation> {
+  createConversation(params: CreateConversationParams = {}): Promise<Conversation> {
     return withRetry(() => this.rpc.request("openvaala/createConversation", params), this.retry);
   }
 

@@ -10,12 +10,20 @@ export type Params<M extends Method> = RequestMap[M]["params"];
 export type Result<M extends Method> = RequestMap[M]["result"];
 export type NotificationMethod = keyof NotificationMap;
 
+/** Whether the runtime can run shell commands in its sandbox (bubblewrap), and why (not). */
+export interface SandboxState {
+  usable: boolean;
+  reason: string;
+}
+
 /** What `initialize` advertised in `capabilities.experimental.openvaala` (PROTOCOL.md §1). */
 export interface ServerFeatures {
   protocolVersion: string;
   serverVersion: string;
   methods: ReadonlySet<string>;
   notifications: ReadonlySet<string>;
+  /** `capabilities.experimental.openvaala.sandbox` (schemas/README.md "Approvals"); absent from older servers. */
+  sandbox?: SandboxState;
 }
 
 function strings(value: unknown): string[] {
@@ -28,11 +36,15 @@ export function serverFeatures(initializeResult: unknown): ServerFeatures {
   const experimental = isRecord(capabilities) ? capabilities.experimental : undefined;
   const openvaala = isRecord(experimental) ? experimental.openvaala : undefined;
   const own = isRecord(openvaala) ? openvaala : {};
+  const sandbox = isRecord(own.sandbox) && typeof own.sandbox.usable === "boolean" ? own.sandbox : undefined;
   return {
     protocolVersion: typeof own.protocolVersion === "string" ? own.protocolVersion : "",
     serverVersion: typeof own.serverVersion === "string" ? own.serverVersion : "",
     methods: new Set(strings(own.methods)),
     notifications: new Set(strings(own.notifications)),
+    ...(sandbox
+      ? { sandbox: { usable: sandbox.usable === true, reason: typeof sandbox.reason === "string" ? sandbox.reason : "" } }
+      : {}),
   };
 }
 

@@ -3,8 +3,7 @@
 // slow, seq gap, connection restarted) without losing or repeating anything on screen.
 import { Emitter, type Disposable } from "./emitter";
 import { RESUBSCRIBE_KINDS, errorKind, toProtocolError } from "../protocol/errors";
-import type { ErrorInfo, LoggedItem, LoggedItemPage, SubscribeSessionResult } from "../protocol/generated";
-import type { AnySessionEvent } from "../protocol/events";
+import type { ErrorInfo, LoggedItem, LoggedItemPage, SessionEvent, SubscribeSessionResult } from "../protocol/generated";
 import type { OpenvaalaRpc } from "./rpc";
 import { DEFAULT_RETRY, delay, isTransient, type RetryPolicy } from "./retry";
 import type { SubscriptionHub, SubscriptionSink } from "./subscriptions";
@@ -107,12 +106,12 @@ export class SessionSubscription implements Disposable {
 
   private async subscribeOnce(): Promise<void> {
     this.detach(true);
-    const buffered: AnySessionEvent[][] = [];
+    const buffered: SessionEvent[][] = [];
     let live = false;
     const sink: SubscriptionSink = {
       message: (message) => {
         if (message.method !== "openvaala/sessionEvent") return;
-        const events = message.params.events as AnySessionEvent[];
+        const events = message.params.events;
         if (live) this.emit(this.timeline.applyEvents(events));
         else buffered.push(events);
       },

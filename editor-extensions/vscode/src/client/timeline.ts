@@ -5,6 +5,7 @@
 import type {
   Address,
   ApprovalDecision,
+  ApprovalRequest,
   ContextUsage,
   ErrorInfo,
   Item,
@@ -13,9 +14,9 @@ import type {
   StreamingItem,
   SubscribeSessionResult,
   TokenUsage,
+  SessionEvent,
   Turn,
 } from "../protocol/generated";
-import type { AnyItemStatus, AnySessionEvent, ApprovalRequest } from "../protocol/events";
 
 export interface PendingInput {
   item: Item;
@@ -26,6 +27,13 @@ export interface PendingInput {
 export interface Approval {
   itemId: string;
   approval: ApprovalRequest;
+}
+
+/** How an approval ended (`approvalResolved`): kept so the tool call can say who decided. */
+export interface ApprovalOutcome {
+  itemId: string;
+  decision: ApprovalDecision;
+  by: Address;
 }
 
 export interface SessionStatus {
@@ -48,7 +56,8 @@ export type TimelineOp =
   | { op: "pendingAdded"; input: PendingInput }
   | { op: "pendingRemoved"; itemId: string; reason: string }
   | { op: "approval"; approval: Approval }
-  | { op: "approvalClosed"; itemId: string; decision?: ApprovalDecision; by?: Address }
+  /** The prompt is over: answered (`outcome` says how and by whom), or gone after a resync. */
+  | { op: "approvalClosed"; itemId: string; outcome?: ApprovalOutcome }
   | { op: "status"; status: SessionStatus }
   | { op: "turn"; phase: "started" | "completed"; turn: Turn }
   | { op: "error"; error: ErrorInfo }
@@ -61,12 +70,15 @@ export interface TimelineSnapshot {
   streaming: StreamingItem[];
   pending: PendingInput[];
   approvals: Approval[];
+  /** The approvals answered while this client watched, oldest first. */
+  outcomes: ApprovalOutcome[];
   status: SessionStatus;
   hasEarlier: boolean;
   errors: ErrorInfo[];
 }
 
 const MAX_ERRORS = 20;
+const MAX_OUTCOMES = 500;
 
 function cloneItem(item: Item): Item {
   return {
@@ -89,15 +101,30 @@ export function appendDelta(item: Item, delta: string): void {
 }
 
 export function isAwaitingApproval(item: Item): boolean {
-  return (item.status as AnyItemStatus) === "awaitingApproval";
+  return item.status === "awaitingApproval";
 }
 
-function parseArguments(text: string): unknown {
+const PATH_ARGUMENTS = ["path", "file_path", "workdir"];
+
+/** What a tool call awaiting approval asks, read from the item alone (a `subscribeSession` snapshot
+ * carries the item, not the `approvalRequested` event): the tool, its arguments, the shell command and
+ * the paths it names, as the runtime builds them. The runtime's reason is not in the item. */
+export function approvalFromItem(item: Item): ApprovalRequest {
+  const call = item.toolCall;
+  const tool = call?.name ?? "tool";
+  let parsed: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    parsed = JSON.parse(call?.arguments ?? "");
   } catch {
-    return text;
+    parsed = undefined;
   }
+  const args: Record<string, unknown> =
+    typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+  const request: ApprovalRequest = { tool, arguments: args };
+  if (tool === "shell" && typeof args.command === "string") request.command = args.command;
+  const paths = PATH_ARGUMENTS.map((key) => args[key]).filter((value): value is string => typeof value === "string");
+  if (paths.length > 0) request.paths = paths;
+  return request;
 }
 
 export class SessionTimeline {
@@ -107,6 +134,7 @@ export class SessionTimeline {
   private readonly streaming = new Map<number, Item>(); // by itemIndex
   private readonly pending = new Map<string, PendingInput>();
   private readonly approvals = new Map<string, Approval>();
+  private readonly outcomes = new Map<string, ApprovalOutcome>();
   private readonly errors: ErrorInfo[] = [];
   private status: SessionStatus = { state: "idle" };
   /** The smallest ordinal loaded and whether older items exist (history loads newest first). */
@@ -157,6 +185,7 @@ export class SessionTimeline {
       streaming,
       pending: [...this.pending.values()],
       approvals: [...this.approvals.values()],
+      outcomes: [...this.outcomes.values()],
       status: { ...this.status },
       hasEarlier: this.earlierExists,
       errors: [...this.errors],
@@ -237,11 +266,7 @@ export class SessionTimeline {
     }
     for (const [itemId, item] of awaiting) {
       if (this.approvals.has(itemId)) continue;
-      const call = item.toolCall;
-      const approval: Approval = {
-        itemId,
-        approval: { tool: call?.name ?? "tool", arguments: parseArguments(call?.arguments ?? "") },
-      };
+      const approval: Approval = { itemId, approval: approvalFromItem(item) };
       this.approvals.set(itemId, approval);
       ops.push({ op: "approval", approval });
     }
@@ -261,13 +286,13 @@ export class SessionTimeline {
     return this.setStatus(status);
   }
 
-  applyEvents(events: readonly AnySessionEvent[]): TimelineOp[] {
+  applyEvents(events: readonly SessionEvent[]): TimelineOp[] {
     const ops: TimelineOp[] = [];
     for (const event of events) ops.push(...this.applyEvent(event));
     return ops;
   }
 
-  private applyEvent(event: AnySessionEvent): TimelineOp[] {
+  private applyEvent(event: SessionEvent): TimelineOp[] {
     switch (event.type) {
       case "itemStarted": {
         if (this.savedIds.has(event.item.id)) return [];
@@ -319,11 +344,16 @@ export class SessionTimeline {
       case "approvalRequested": {
         const approval: Approval = { itemId: event.itemId, approval: event.approval };
         this.approvals.set(event.itemId, approval);
-        return [{ op: "approval", approval }];
+        return [{ op: "approval", approval }, ...this.setStreamingStatus(event.itemId, "awaitingApproval")];
       }
-      case "approvalResolved":
-        if (!this.approvals.delete(event.itemId)) return [];
-        return [{ op: "approvalClosed", itemId: event.itemId, decision: event.decision, by: event.by }];
+      case "approvalResolved": {
+        this.approvals.delete(event.itemId);
+        const outcome: ApprovalOutcome = { itemId: event.itemId, decision: event.decision, by: event.by };
+        this.outcomes.delete(event.itemId);
+        this.outcomes.set(event.itemId, outcome);
+        if (this.outcomes.size > MAX_OUTCOMES) this.outcomes.delete(this.outcomes.keys().next().value as string);
+        return [{ op: "approvalClosed", itemId: event.itemId, outcome }, ...this.setStreamingStatus(event.itemId, "streaming")];
+      }
       case "compactionStarted":
         return [
           { op: "compaction", phase: "started", turnId: event.turnId },
@@ -337,6 +367,18 @@ export class SessionTimeline {
       default:
         return []; // an event type this client does not know: ignored (schemas/README.md)
     }
+  }
+
+  /** The runtime announces a tool call's wait for approval (and its end) by events, not by a new
+   * item: the streamed item takes the status a snapshot would show. */
+  private setStreamingStatus(itemId: string, status: Item["status"]): TimelineOp[] {
+    for (const [itemIndex, item] of this.streaming) {
+      if (item.id !== itemId) continue;
+      if (item.status === status) return [];
+      item.status = status;
+      return [{ op: "streaming", itemIndex, item: cloneItem(item) }];
+    }
+    return [];
   }
 
   private setStatus(status: SessionStatus): TimelineOp[] {

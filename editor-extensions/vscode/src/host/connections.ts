@@ -4,10 +4,12 @@
 import * as vscode from "vscode";
 import { LanguageClient, State, type LanguageClientOptions, type ServerOptions } from "vscode-languageclient/node";
 import type { ClientProvider } from "../chat/controller";
-import { FixableError } from "../chat/controller";
+import { FixableError, readyStatus } from "../chat/controller";
 import { Emitter } from "../client/emitter";
+import { initializationOptions, newClientId } from "../client/initialization";
 import { OpenvaalaClient } from "../client/openvaalaClient";
 import type { ConnectionStatus, FolderInfo } from "../shared/messages";
+import { PROTOCOL_VERSION } from "../protocol/generated";
 import { resolveServerCommand, type ServerCommand } from "./serverCommand";
 
 interface FolderConnection {
@@ -16,6 +18,14 @@ interface FolderConnection {
   languageClient: LanguageClient;
   client: OpenvaalaClient;
 }
+
+/** What the status command shows about a folder's connection. */
+export interface ConnectionReport {
+  folder: string;
+  status: ConnectionStatus;
+  server?: ServerCommand;
+}
+
 
 export function folderKey(folder: vscode.WorkspaceFolder): string {
   return folder.uri.toString();
@@ -97,11 +107,13 @@ export class ServerConnections implements ClientProvider, vscode.Disposable {
       args: server.args,
       options: { cwd: folder.uri.fsPath, env: { ...process.env, ...environment } },
     };
+    const clientId = newClientId();
     const clientOptions: LanguageClientOptions = {
       documentSelector: [],
       workspaceFolder: folder,
       outputChannel: this.output,
-      initializationOptions: { openvaala: { clientName: "vscode", approvals: true } },
+      // the same options after a restart by the language client: the runtime knows it as the same client
+      initializationOptions: initializationOptions(clientId),
       connectionOptions: { maxRestartCount: 4 },
     };
     const languageClient = new LanguageClient("openvaala", `openvaala (${folder.name})`, serverOptions, clientOptions);
@@ -114,13 +126,17 @@ export class ServerConnections implements ClientProvider, vscode.Disposable {
       await languageClient.dispose().catch(() => undefined);
       throw new FixableError(message, { label: "Show the log", command: "log" });
     }
-    const client = new OpenvaalaClient(languageClient, languageClient.initializeResult);
+    const client = new OpenvaalaClient(languageClient, languageClient.initializeResult, { clientId });
     const connection: FolderConnection = { folder, server, languageClient, client };
     this.connections.set(key, connection);
     const features = client.features;
-    this.setStatus(key, { state: "ready", serverVersion: features.serverVersion, protocolVersion: features.protocolVersion });
-    if (features.protocolVersion && features.protocolVersion !== "0.3") {
-      this.output.warn(`openvaala-lsp speaks protocol ${features.protocolVersion}; this extension was built for 0.3`);
+    this.setStatus(key, readyStatus(client));
+    if (features.protocolVersion && features.protocolVersion !== PROTOCOL_VERSION) {
+      this.output.warn(`openvaala-lsp speaks protocol ${features.protocolVersion}; this extension was built for ${PROTOCOL_VERSION}`);
+    }
+    if (features.sandbox) {
+      const { usable, reason } = features.sandbox;
+      this.output.info(usable ? `shell commands run sandboxed: ${reason}` : `the sandbox cannot start here: ${reason}`);
     }
     client.onRuntimeRestart(() => this.output.info("the openvaala runtime restarted; subscriptions are being renewed"));
     languageClient.onDidChangeState(({ oldState, newState }) => {
@@ -129,11 +145,21 @@ export class ServerConnections implements ClientProvider, vscode.Disposable {
       }
       if (oldState === State.Starting && newState === State.Running && this.connections.get(key) === connection) {
         void client.reconnected(languageClient.initializeResult);
-        this.setStatus(key, { state: "ready", serverVersion: client.features.serverVersion, protocolVersion: client.features.protocolVersion });
+        this.setStatus(key, readyStatus(client));
         this.restartEmitter.fire({ folder: key, client });
       }
     });
     return connection;
+  }
+
+  /** The folder's connection as the status command describes it. */
+  report(key: string): ConnectionReport {
+    const connection = this.connections.get(key);
+    return {
+      folder: connection?.folder.name ?? key,
+      status: this.status(key),
+      ...(connection ? { server: connection.server } : {}),
+    };
   }
 
   async restart(key: string): Promise<void> {

@@ -4,6 +4,7 @@ import * as vscode from "vscode";
 import type { HostCommand, ViewMessage } from "../shared/messages";
 import { CHAT_VIEW_ID, ChatViewProvider } from "./chatView";
 import { ServerConnections, folderKey } from "./connections";
+import { statusLines } from "../shared/status";
 import { cliBeside } from "./serverCommand";
 import { ContextStatusBar } from "./statusBar";
 import { UsagePanel } from "./usagePanel";
@@ -57,6 +58,9 @@ export function activate(context: vscode.ExtensionContext): void {
         return;
       case "settings":
         void vscode.commands.executeCommand("workbench.action.openSettings", "openvaala.serverCommand");
+        return;
+      case "status":
+        void vscode.commands.executeCommand("openvaala.showStatus");
         return;
     }
   };
@@ -140,6 +144,24 @@ export function activate(context: vscode.ExtensionContext): void {
       if (folder) await connections.restart(folderKey(folder));
     }),
     vscode.commands.registerCommand("openvaala.setup", runSetup),
+    vscode.commands.registerCommand("openvaala.showStatus", async () => {
+      const folder = currentFolder();
+      if (!folder) {
+        void vscode.window.showInformationMessage("Open a folder to use openvaala.");
+        return;
+      }
+      const key = folderKey(folder);
+      await connections.client(key).catch(() => undefined); // a failure is part of the report
+      const report = connections.report(key);
+      const picked = await vscode.window.showInformationMessage(
+        `openvaala: ${report.status.state === "ready" ? "connected" : report.status.state}`,
+        { modal: true, detail: statusLines(report).join("\n\n") },
+        "Show Log",
+        "Restart openvaala-lsp",
+      );
+      if (picked === "Show Log") output.show();
+      if (picked === "Restart openvaala-lsp") await connections.restart(key);
+    }),
     vscode.commands.registerCommand("openvaala.showLog", () => output.show()),
   );
 }

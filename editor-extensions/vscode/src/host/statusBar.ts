@@ -1,6 +1,7 @@
 // The status bar item: the open conversation's context use (tokens / window), with its threshold.
 import * as vscode from "vscode";
 import type { ContextSummary } from "../chat/controller";
+import { sandboxSummary } from "../shared/status";
 
 function tokens(value: number): string {
   return value < 1000 ? String(value) : `${(value / 1000).toFixed(value < 10_000 ? 1 : 0)}k`;
@@ -25,11 +26,15 @@ export class ContextStatusBar implements vscode.Disposable {
     this.item.text = `${summary.running ? "$(loading~spin)" : "$(comment-discussion)"} ${estimated}${tokens(context.tokens)}/${tokens(context.window)}`;
     const near = summary.thresholdTokens !== undefined && context.tokens >= summary.thresholdTokens * 0.9;
     this.item.backgroundColor = near ? new vscode.ThemeColor("statusBarItem.warningBackground") : undefined;
-    this.item.tooltip = new vscode.MarkdownString(
-      `**${summary.conversationTitle || "openvaala"}**\n\n` +
-        `Context: ${context.tokens.toLocaleString()} of ${context.window.toLocaleString()} tokens (${share}%, ${context.source})` +
-        (summary.thresholdTokens !== undefined ? `\n\nCompacts at ${summary.thresholdTokens.toLocaleString()} tokens` : ""),
-    );
+    const tooltip = new vscode.MarkdownString();
+    tooltip.appendMarkdown("**").appendText(summary.conversationTitle || "openvaala").appendMarkdown("**\n\n");
+    tooltip.appendText(`Context: ${context.tokens.toLocaleString()} of ${context.window.toLocaleString()} tokens (${share}%, ${context.source})`);
+    if (summary.thresholdTokens !== undefined) tooltip.appendMarkdown("\n\n").appendText(`Compacts at ${summary.thresholdTokens.toLocaleString()} tokens`);
+    if (summary.sandbox) {
+      const sandbox = sandboxSummary(summary.sandbox);
+      tooltip.appendMarkdown("\n\n").appendText(`${sandbox.label}: ${sandbox.detail}`);
+    }
+    this.item.tooltip = tooltip;
     this.item.show();
   }
 

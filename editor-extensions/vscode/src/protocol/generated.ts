@@ -5,7 +5,10 @@
 export const PROTOCOL_VERSION = "0.3";
 
 export type AddressKind = "user" | "session" | "client" | "hook";
+export type PermissionDecision = "ask" | "allow" | "deny";
+export type SandboxMode = "workspace-write" | "read-only" | "off";
 export type ApprovalDecision = "allowOnce" | "allowAlways" | "deny";
+export type CompactionTrigger = "manual" | "auto" | "overflow";
 export type ContextUsageSource = "actual" | "estimated" | "unknown";
 /**
  * Discriminated by `type`.
@@ -13,7 +16,8 @@ export type ContextUsageSource = "actual" | "estimated" | "unknown";
 export type ConversationEvent = TitleChanged | SessionAdded | SessionUpdated | ConversationUpdated;
 export type TurnStatus = "running" | "completed" | "interrupted" | "failed";
 export type SessionState = "idle" | "running" | "compacting" | "closed";
-export type ItemStatus = "pending" | "streaming" | "completed" | "withdrawn" | "interrupted";
+export type ItemStatus =
+  "pending" | "streaming" | "awaitingApproval" | "completed" | "withdrawn" | "interrupted";
 export type ItemType =
   "userMessage" | "assistantMessage" | "reasoning" | "toolCall" | "toolResult" | "compaction" | "error";
 export type Order = "asc" | "desc";
@@ -32,14 +36,20 @@ export type SessionEvent =
   | StateChanged
   | ContextUsageUpdated
   | UsageUpdated
-  | ErrorEvent;
+  | ErrorEvent
+  | CompactionStarted
+  | CompactionCompleted
+  | ApprovalRequested
+  | ApprovalResolved;
 
 export interface Address {
+  clientId?: string;
   kind: AddressKind;
   name?: string;
   sessionId?: string;
 }
 export interface AddressInput {
+  clientId?: string | null;
   kind: AddressKind;
   name?: string | null;
   sessionId?: string | null;
@@ -50,17 +60,49 @@ export interface AgentDefinition {
   instructions?: string | null;
   mcpServers?: string[] | null;
   name: string;
+  permissions?: Permissions | null;
+  sandbox?: Sandbox | null;
   skills?: string[] | null;
+  subAgents?: string[] | null;
+  titleModel?: ModelRef | null;
+  titles?: boolean;
   tools?: string[] | null;
 }
 export interface ModelRef {
   name: string;
   provider: string;
 }
+/**
+ * Whether a tool call runs at once, waits for approval, or is refused. `tools` maps a tool name or glob (`mcp__*`) to a decision; the exact name wins over a glob, a longer glob over a shorter. Without a rule, `default`; without one, the runtime's defaults (see `runtime/permissions.py`).
+ */
+export interface Permissions {
+  default?: PermissionDecision | null;
+  tools?: {
+    [k: string]: PermissionDecision | undefined;
+  } | null;
+}
+/**
+ * What the shell tool's processes may touch (bubblewrap on Linux).
+ */
+export interface Sandbox {
+  /**
+   * Default: `"workspace-write"`.
+   */
+  mode?: SandboxMode;
+  network?: boolean;
+}
 export interface AgentInfo {
   defaultModel?: ModelRef;
   description: string;
   name: string;
+}
+/**
+ * A tool the user allowed for the rest of the conversation (`allowAlways`); for the shell, the commands that start with `commandPrefix`.
+ */
+export interface AlwaysAllowed {
+  commandPrefix?: string;
+  outsideSandbox: boolean;
+  tool: string;
 }
 /**
  * `answerApproval`: the answer to an `approvalRequested` event; the first answer wins.
@@ -70,6 +112,35 @@ export interface AnswerApprovalParams {
   decision: ApprovalDecision;
   itemId: string;
   message?: string | null;
+}
+/**
+ * What the user is asked to allow: the tool and its arguments, why it asks, and for the shell the command; the paths it names.
+ */
+export interface ApprovalRequest {
+  arguments: {
+    [k: string]: unknown | undefined;
+  };
+  command?: string;
+  paths?: string[];
+  reason?: string;
+  tool: string;
+}
+/**
+ * A tool call (item `itemId`, now `awaitingApproval`) waits for `answerApproval`.
+ */
+export interface ApprovalRequested {
+  approval: ApprovalRequest;
+  itemId: string;
+  type: "approvalRequested";
+}
+/**
+ * The first answer (or an interrupt, or a client leaving) decided it; `by` says who.
+ */
+export interface ApprovalResolved {
+  by: Address;
+  decision: ApprovalDecision;
+  itemId: string;
+  type: "approvalResolved";
 }
 export interface CallClientToolParams {
   arguments: {
@@ -104,8 +175,42 @@ export interface ClientTool {
   };
   name: string;
 }
-export interface CompactContextRequest {
+export interface CompactContextParams {
   conversationId: string;
+}
+export interface CompactContextResult {
+  turnId: string;
+}
+/**
+ * What a `compaction` item did to the model's context (the log keeps everything for people). `summarized`: the items before it left the context, and its text (a hand-off summary and the recent user messages verbatim) stands in for them. `prunedItemIds`: tool results whose output left the context (their calls stay). Tokens are the context's estimate before and after.
+ */
+export interface Compaction {
+  prunedItemIds: string[];
+  summarized: boolean;
+  tokensAfter: number;
+  tokensBefore: number;
+  trigger: CompactionTrigger;
+}
+/**
+ * The compaction item is saved (`itemCompleted` came first); the context before and after it.
+ */
+export interface CompactionCompleted {
+  after: ContextUsage;
+  before: ContextUsage;
+  turnId: string;
+  type: "compactionCompleted";
+}
+export interface ContextUsage {
+  source: ContextUsageSource;
+  tokens: number;
+  window: number;
+}
+/**
+ * The session is compacting its context (state `compacting`), in `turnId`.
+ */
+export interface CompactionStarted {
+  turnId: string;
+  type: "compactionStarted";
 }
 /**
  * `{type: "text", text}` or `{type: "image", mimeType, data}` (data is base64).
@@ -116,17 +221,13 @@ export interface Content {
   text?: string;
   type: string;
 }
-export interface ContextUsage {
-  source: ContextUsageSource;
-  tokens: number;
-  window: number;
-}
 export interface ContextUsageUpdated {
   context: ContextUsage;
   type: "contextUsageUpdated";
 }
 export interface Conversation {
   agentName: string;
+  alwaysAllowed: AlwaysAllowed[];
   archived: boolean;
   createdAt: string;
   ephemeral: boolean;
@@ -208,7 +309,7 @@ export interface ConversationListEntryPage {
   items: ConversationListEntry[];
   nextCursor?: string;
 }
-export interface CreateConversationRequest {
+export interface CreateConversationParams {
   agentName?: string;
   environment?: string[] | null;
   ephemeral?: boolean;
@@ -281,13 +382,13 @@ export interface Skill {
   name: string;
   path?: string | null;
 }
-export interface DeleteConversationRequest {
+export interface DeleteConversationParams {
   conversationId: string;
 }
 /**
  * The result of methods that return only an error in Go.
  */
-export interface Empty {}
+export interface EmptyResult {}
 export interface ErrorEvent {
   error: ErrorInfo;
   type: "error";
@@ -304,7 +405,7 @@ export interface ExecutorDetails {
   id: string;
   kind: string;
 }
-export interface ForkConversationRequest {
+export interface ForkConversationParams {
   beforeTurnId?: string | null;
   conversationId: string;
   environment?: string[] | null;
@@ -312,9 +413,13 @@ export interface ForkConversationRequest {
   lastTurnId?: string | null;
   model?: ModelSelectionInput | null;
 }
-export interface GetConversationRequest {
+export interface GetConversationParams {
   conversationId: string;
 }
+/**
+ * `{}` (or absent).
+ */
+export interface GetHooksParams {}
 export interface GetHooksResult {
   hooks: HookInfo[];
 }
@@ -324,6 +429,9 @@ export interface HookInfo {
   matcher?: string;
   name: string;
   timeoutMs?: number;
+}
+export interface GetMcpServersParams {
+  conversationId: string;
 }
 export interface GetMcpServersResult {
   servers: MCPServerInfo[];
@@ -336,10 +444,18 @@ export interface MCPServerInfo {
   tools: string[];
   transport: string;
 }
-export interface GetSessionByIdRequest {
+export interface GetSessionByIdParams {
   sessionId: string;
 }
-export interface GetSkillsRequest {
+export interface GetSessionContextUsageParams {
+  conversationId: string;
+  sessionId: string;
+}
+export interface GetSessionDetailsParams {
+  conversationId: string;
+  sessionId: string;
+}
+export interface GetSkillsParams {
   agentName?: string | null;
   conversationId?: string | null;
   executorSettings?: ExecutorSettingsInput | null;
@@ -352,7 +468,7 @@ export interface SkillInfo {
   name: string;
   path?: string;
 }
-export interface GetTurnsRequest {
+export interface GetTurnsParams {
   conversationId: string;
   sessionId?: string | null;
   turnIds: string[];
@@ -371,26 +487,37 @@ export interface Turn {
   status: TurnStatus;
   usage: TokenUsage;
 }
-export interface GetWorkspaceDirectoriesRequest {
+export interface GetWorkspaceDirectoriesParams {
   baseDirectory?: string | null;
   directory?: string | null;
   executorId?: string | null;
 }
-export interface InterruptTurnRequest {
+export interface InterruptTurnParams {
   conversationId: string;
 }
-export interface InterruptTurnWithInputRequest {
+export interface InterruptTurnResult {
+  turnId: string;
+}
+export interface InterruptTurnWithInputParams {
   conversationId: string;
   itemId: string;
   turnId: string;
 }
+export interface IsConversationOpenParams {
+  conversationId: string;
+}
 export interface IsConversationOpenResult {
   open: boolean;
 }
+/**
+ * `{}` (or absent).
+ */
+export interface IsIdleParams {}
 export interface IsIdleResult {
   idle: boolean;
 }
 export interface Item {
+  compaction?: Compaction;
   content?: Content[];
   conversationId: string;
   createdAt: string;
@@ -451,10 +578,14 @@ export interface LastRequestUsage {
   modelCallId: string;
   usage: TokenUsage;
 }
+/**
+ * `{}` (or absent).
+ */
+export interface ListAgentsParams {}
 export interface ListAgentsResult {
   agents: AgentInfo[];
 }
-export interface ListConversationsRequest {
+export interface ListConversationsParams {
   archived?: boolean | null;
   cursor?: string | null;
   limit?: number | null;
@@ -464,10 +595,14 @@ export interface ListConversationsRequest {
   order?: Order;
   query?: string | null;
 }
+/**
+ * `{}` (or absent).
+ */
+export interface ListExecutorsParams {}
 export interface ListExecutorsResult {
   executors: ExecutorDetails[];
 }
-export interface ListItemsRequest {
+export interface ListItemsParams {
   conversationId: string;
   cursor?: number | null;
   limit?: number | null;
@@ -477,15 +612,15 @@ export interface ListItemsRequest {
   order?: Order;
   sessionId?: string | null;
 }
-export interface ListModelsRequest {
+export interface ListModelsParams {
   agentName?: string | null;
 }
-export interface ListSessionsRequest {
+export interface ListSessionsParams {
   conversationId: string;
   cursor?: string | null;
   limit?: number | null;
 }
-export interface ListTurnsRequest {
+export interface ListTurnsParams {
   conversationId: string;
   cursor?: string | null;
   limit?: number | null;
@@ -529,15 +664,11 @@ export interface ModelList {
   agentDefaultModel?: ModelRef;
   models: ModelDefinition[];
 }
-/**
- * Params of methods that take none (`{}` or absent on the wire).
- */
-export interface NoParams {}
-export interface OpenConversationRequest {
+export interface OpenConversationParams {
   conversationId: string;
   environment?: string[] | null;
 }
-export interface OpenTerminalWorkspaceRequest {
+export interface OpenTerminalWorkspaceParams {
   directory?: string | null;
   environment?: string[] | null;
   executorId?: string | null;
@@ -580,7 +711,7 @@ export interface QueryResult {
   rows: unknown[][];
   truncated: boolean;
 }
-export interface ResolveWorkspaceDirectoryRequest {
+export interface ResolveWorkspaceDirectoryParams {
   baseDirectory?: string | null;
   directory: string;
   executorId?: string | null;
@@ -641,39 +772,32 @@ export interface SessionPage {
   items: Session[];
   nextCursor?: string;
 }
-/**
- * `getSessionDetails` and `getSessionContextUsage` take the same fields.
- */
-export interface SessionRequest {
-  conversationId: string;
-  sessionId: string;
-}
-export interface SetClientMcpServersRequest {
+export interface SetClientMcpServersParams {
   clientId: string;
   conversationId: string;
   servers: ClientMCPServer[];
 }
-export interface SetConversationArchivedRequest {
+export interface SetConversationArchivedParams {
   archived: boolean;
   conversationId: string;
 }
-export interface SetConversationExecutorSettingsRequest {
+export interface SetConversationExecutorSettingsParams {
   conversationId: string;
   executorSettings: ExecutorSettingsInput;
 }
-export interface SetConversationTitleRequest {
+export interface SetConversationTitleParams {
   conversationId: string;
   title: string;
 }
 export interface SetDefinitionsResult {
   busyConversationIds: string[];
 }
-export interface SetSessionModelRequest {
+export interface SetSessionModelParams {
   conversationId: string;
   model: ModelSelectionInput;
   sessionId: string;
 }
-export interface SteerInputRequest {
+export interface SteerInputParams {
   conversationId: string;
   itemId: string;
   turnId: string;
@@ -682,7 +806,7 @@ export interface StreamingItem {
   item: Item;
   itemIndex: number;
 }
-export interface SubmitInputRequest {
+export interface SubmitInputParams {
   content: ContentInput[];
   conversationId: string;
   from?: AddressInput | null;
@@ -695,7 +819,7 @@ export interface SubmitInputRequest {
 export interface SubmitInputResult {
   itemId: string;
 }
-export interface SubscribeConversationRequest {
+export interface SubscribeConversationParams {
   conversationId: string;
 }
 export interface SubscribeConversationResult {
@@ -703,11 +827,15 @@ export interface SubscribeConversationResult {
   subscriptionId: string;
   title: string;
 }
+/**
+ * `{}` (or absent).
+ */
+export interface SubscribeRunningConversationsParams {}
 export interface SubscribeRunningConversationsResult {
   initial: RunningConversations;
   subscriptionId: string;
 }
-export interface SubscribeSessionRequest {
+export interface SubscribeSessionParams {
   conversationId: string;
   sessionId: string;
 }
@@ -733,9 +861,6 @@ export interface Workspace {
   environment: string[];
   root: string;
 }
-export interface TurnIdResult {
-  turnId: string;
-}
 /**
  * One page of a list; `nextCursor` is absent on the last page. Items use the ordinal as cursor, records an opaque string.
  */
@@ -743,10 +868,10 @@ export interface TurnPage {
   items: Turn[];
   nextCursor?: string;
 }
-export interface UnsubscribeRequest {
+export interface UnsubscribeParams {
   subscriptionId: string;
 }
-export interface WithdrawInputRequest {
+export interface WithdrawInputParams {
   conversationId: string;
   itemId: string;
 }
@@ -766,48 +891,48 @@ export interface WorkspaceFolder {
 
 /** Client -> server requests: params and result of each method. */
 export interface RequestMap {
-  "openvaala/answerApproval": { params: AnswerApprovalParams; result: Empty };
-  "openvaala/compactContext": { params: CompactContextRequest; result: TurnIdResult };
-  "openvaala/createConversation": { params: CreateConversationRequest; result: Conversation };
-  "openvaala/deleteConversation": { params: DeleteConversationRequest; result: Empty };
-  "openvaala/forkConversation": { params: ForkConversationRequest; result: Conversation };
-  "openvaala/getConversation": { params: GetConversationRequest; result: Conversation };
-  "openvaala/getHooks": { params: NoParams; result: GetHooksResult };
-  "openvaala/getMcpServers": { params: GetConversationRequest; result: GetMcpServersResult };
-  "openvaala/getSessionById": { params: GetSessionByIdRequest; result: Session };
-  "openvaala/getSessionContextUsage": { params: SessionRequest; result: SessionContextUsage };
-  "openvaala/getSessionDetails": { params: SessionRequest; result: SessionDetails };
-  "openvaala/getSkills": { params: GetSkillsRequest; result: GetSkillsResult };
-  "openvaala/getTurns": { params: GetTurnsRequest; result: GetTurnsResult };
-  "openvaala/getWorkspaceDirectories": { params: GetWorkspaceDirectoriesRequest; result: WorkspaceDirectories };
-  "openvaala/interruptTurn": { params: InterruptTurnRequest; result: TurnIdResult };
-  "openvaala/interruptTurnWithInput": { params: InterruptTurnWithInputRequest; result: Empty };
-  "openvaala/isConversationOpen": { params: GetConversationRequest; result: IsConversationOpenResult };
-  "openvaala/isIdle": { params: NoParams; result: IsIdleResult };
-  "openvaala/listAgents": { params: NoParams; result: ListAgentsResult };
-  "openvaala/listConversations": { params: ListConversationsRequest; result: ConversationListEntryPage };
-  "openvaala/listExecutors": { params: NoParams; result: ListExecutorsResult };
-  "openvaala/listItems": { params: ListItemsRequest; result: LoggedItemPage };
-  "openvaala/listModels": { params: ListModelsRequest; result: ModelList };
-  "openvaala/listSessions": { params: ListSessionsRequest; result: SessionPage };
-  "openvaala/listTurns": { params: ListTurnsRequest; result: TurnPage };
-  "openvaala/openConversation": { params: OpenConversationRequest; result: Conversation };
-  "openvaala/openTerminalWorkspace": { params: OpenTerminalWorkspaceRequest; result: TerminalWorkspace };
+  "openvaala/answerApproval": { params: AnswerApprovalParams; result: EmptyResult };
+  "openvaala/compactContext": { params: CompactContextParams; result: CompactContextResult };
+  "openvaala/createConversation": { params: CreateConversationParams; result: Conversation };
+  "openvaala/deleteConversation": { params: DeleteConversationParams; result: EmptyResult };
+  "openvaala/forkConversation": { params: ForkConversationParams; result: Conversation };
+  "openvaala/getConversation": { params: GetConversationParams; result: Conversation };
+  "openvaala/getHooks": { params: GetHooksParams; result: GetHooksResult };
+  "openvaala/getMcpServers": { params: GetMcpServersParams; result: GetMcpServersResult };
+  "openvaala/getSessionById": { params: GetSessionByIdParams; result: Session };
+  "openvaala/getSessionContextUsage": { params: GetSessionContextUsageParams; result: SessionContextUsage };
+  "openvaala/getSessionDetails": { params: GetSessionDetailsParams; result: SessionDetails };
+  "openvaala/getSkills": { params: GetSkillsParams; result: GetSkillsResult };
+  "openvaala/getTurns": { params: GetTurnsParams; result: GetTurnsResult };
+  "openvaala/getWorkspaceDirectories": { params: GetWorkspaceDirectoriesParams; result: WorkspaceDirectories };
+  "openvaala/interruptTurn": { params: InterruptTurnParams; result: InterruptTurnResult };
+  "openvaala/interruptTurnWithInput": { params: InterruptTurnWithInputParams; result: EmptyResult };
+  "openvaala/isConversationOpen": { params: IsConversationOpenParams; result: IsConversationOpenResult };
+  "openvaala/isIdle": { params: IsIdleParams; result: IsIdleResult };
+  "openvaala/listAgents": { params: ListAgentsParams; result: ListAgentsResult };
+  "openvaala/listConversations": { params: ListConversationsParams; result: ConversationListEntryPage };
+  "openvaala/listExecutors": { params: ListExecutorsParams; result: ListExecutorsResult };
+  "openvaala/listItems": { params: ListItemsParams; result: LoggedItemPage };
+  "openvaala/listModels": { params: ListModelsParams; result: ModelList };
+  "openvaala/listSessions": { params: ListSessionsParams; result: SessionPage };
+  "openvaala/listTurns": { params: ListTurnsParams; result: TurnPage };
+  "openvaala/openConversation": { params: OpenConversationParams; result: Conversation };
+  "openvaala/openTerminalWorkspace": { params: OpenTerminalWorkspaceParams; result: TerminalWorkspace };
   "openvaala/query": { params: QueryParams; result: QueryResult };
-  "openvaala/resolveWorkspaceDirectory": { params: ResolveWorkspaceDirectoryRequest; result: ResolveWorkspaceDirectoryResult };
-  "openvaala/setClientMcpServers": { params: SetClientMcpServersRequest; result: Empty };
-  "openvaala/setConversationArchived": { params: SetConversationArchivedRequest; result: Conversation };
-  "openvaala/setConversationExecutorSettings": { params: SetConversationExecutorSettingsRequest; result: Conversation };
-  "openvaala/setConversationTitle": { params: SetConversationTitleRequest; result: Empty };
+  "openvaala/resolveWorkspaceDirectory": { params: ResolveWorkspaceDirectoryParams; result: ResolveWorkspaceDirectoryResult };
+  "openvaala/setClientMcpServers": { params: SetClientMcpServersParams; result: EmptyResult };
+  "openvaala/setConversationArchived": { params: SetConversationArchivedParams; result: Conversation };
+  "openvaala/setConversationExecutorSettings": { params: SetConversationExecutorSettingsParams; result: Conversation };
+  "openvaala/setConversationTitle": { params: SetConversationTitleParams; result: EmptyResult };
   "openvaala/setDefinitions": { params: Definitions; result: SetDefinitionsResult };
-  "openvaala/setSessionModel": { params: SetSessionModelRequest; result: Session };
-  "openvaala/steerInput": { params: SteerInputRequest; result: Empty };
-  "openvaala/submitInput": { params: SubmitInputRequest; result: SubmitInputResult };
-  "openvaala/subscribeConversation": { params: SubscribeConversationRequest; result: SubscribeConversationResult };
-  "openvaala/subscribeRunningConversations": { params: NoParams; result: SubscribeRunningConversationsResult };
-  "openvaala/subscribeSession": { params: SubscribeSessionRequest; result: SubscribeSessionResult };
-  "openvaala/unsubscribe": { params: UnsubscribeRequest; result: Empty };
-  "openvaala/withdrawInput": { params: WithdrawInputRequest; result: WithdrawInputResult };
+  "openvaala/setSessionModel": { params: SetSessionModelParams; result: Session };
+  "openvaala/steerInput": { params: SteerInputParams; result: EmptyResult };
+  "openvaala/submitInput": { params: SubmitInputParams; result: SubmitInputResult };
+  "openvaala/subscribeConversation": { params: SubscribeConversationParams; result: SubscribeConversationResult };
+  "openvaala/subscribeRunningConversations": { params: SubscribeRunningConversationsParams; result: SubscribeRunningConversationsResult };
+  "openvaala/subscribeSession": { params: SubscribeSessionParams; result: SubscribeSessionResult };
+  "openvaala/unsubscribe": { params: UnsubscribeParams; result: EmptyResult };
+  "openvaala/withdrawInput": { params: WithdrawInputParams; result: WithdrawInputResult };
 }
 
 /** Server -> client notifications: the params of each. */

@@ -11,6 +11,7 @@ import type {
   SessionContextUsage,
   SessionInputMode,
 } from "../protocol/generated";
+import type { SandboxState } from "../client/rpc";
 import type { SyncState } from "../client/sessionSubscription";
 import type { TimelineOp, TimelineSnapshot } from "../client/timeline";
 import type { UsageRow } from "../usage/usageData";
@@ -28,7 +29,15 @@ export interface ListFilter {
 /** Where the connection to the runtime stands, with a fix when it cannot work. */
 export type ConnectionStatus =
   | { state: "starting" }
-  | { state: "ready"; serverVersion: string; protocolVersion: string }
+  | {
+      state: "ready";
+      serverVersion: string;
+      protocolVersion: string;
+      /** Whether shell commands run sandboxed (absent: the server does not say). */
+      sandbox?: SandboxState;
+      /** This connection's clientId: `approvalResolved.by.clientId` equal to it means "this window". */
+      clientId?: string;
+    }
   | { state: "reconnecting"; message: string }
   | { state: "failed"; message: string; fix?: FixAction };
 
@@ -38,7 +47,7 @@ export interface FixAction {
 }
 
 /** Extension commands the view may ask for. */
-export type HostCommand = "setup" | "usage" | "log" | "restart" | "settings";
+export type HostCommand = "setup" | "usage" | "log" | "restart" | "settings" | "status";
 
 export type HostMessage =
   | { type: "init"; folders: FolderInfo[]; folder?: string; connection: ConnectionStatus; actions: string[] }
@@ -65,6 +74,9 @@ export type HostMessage =
   /** A session's model changed (from this window's picker or the command palette). */
   | { type: "sessionModel"; sessionId: string; model?: ModelRef }
   | { type: "composer"; text: string }
+  /** An answer to an approval did not count: `late` (another window answered first), `gone` (no
+   * longer pending), `failed` (it may be sent again). */
+  | { type: "approvalAnswer"; itemId: string; outcome: "late" | "gone" | "failed"; message: string }
   | { type: "notice"; level: "info" | "warning" | "error"; message: string; fix?: FixAction }
   | { type: "focusInput" };
 
@@ -80,7 +92,8 @@ export type ViewMessage =
   | { type: "sendNow"; itemId: string }
   | { type: "withdraw"; itemId: string }
   | { type: "interrupt" }
-  | { type: "approval"; itemId: string; decision: ApprovalDecision }
+  /** `message`: with a denial, the user's words for the model. */
+  | { type: "approval"; itemId: string; decision: ApprovalDecision; message?: string }
   | { type: "fork"; turnId: string }
   | { type: "compact" }
   | { type: "rename"; conversationId: string }

@@ -6,6 +6,8 @@ export interface ToolPresentation {
   kind: "shell" | "edit" | "write" | "read" | "search" | "other";
   summary: string;
   command?: string;
+  /** A shell command that asks to leave the sandbox (`outside_sandbox: true`). */
+  outsideSandbox?: boolean;
   path?: string;
   before?: string;
   after?: string;
@@ -32,7 +34,12 @@ export function presentTool(name: string, argumentsText: string): ToolPresentati
     case "shell":
     case "bash": {
       const command = str(args.command) ?? "";
-      return { kind: "shell", summary: command.split("\n")[0] ?? "", command };
+      return {
+        kind: "shell",
+        summary: command.split("\n")[0] ?? "",
+        command,
+        ...(args.outside_sandbox === true ? { outsideSandbox: true } : {}),
+      };
     }
     case "edit": {
       const before = str(args.old_string) ?? "";

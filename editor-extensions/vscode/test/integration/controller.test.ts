@@ -3,12 +3,13 @@
 // usage panel's query.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ChatController, type ChatUi, type ClientProvider } from "../../src/chat/controller";
+import { ChatController, readyStatus, type ChatUi, type ClientProvider } from "../../src/chat/controller";
 import { Emitter } from "../../src/client/emitter";
 import type { OpenvaalaClient } from "../../src/client/openvaalaClient";
+import type { AgentInfo } from "../../src/protocol/generated";
 import type { HostCommand, HostMessage } from "../../src/shared/messages";
 import { USAGE_SQL, parseUsage, sinceDay } from "../../src/usage/usageData";
-import { SKIP_INTEGRATION, harness } from "../support/harness";
+import { ASKS_FOR_SHELL, harness } from "../support/harness";
 import { waitFor } from "../support/wait";
 
 class FakeUi implements ChatUi {
@@ -25,8 +26,11 @@ class FakeUi implements ChatUi {
   input(): Promise<string | undefined> {
     return Promise.resolve(this.inputAnswer);
   }
-  pickAgent(): Promise<undefined> {
-    return Promise.resolve(undefined);
+  agentsOffered: string[][] = [];
+  agentAnswer: string | undefined = undefined;
+  pickAgent(agents: AgentInfo[]): Promise<AgentInfo | undefined> {
+    this.agentsOffered.push(agents.map((agent) => agent.name));
+    return Promise.resolve(agents.find((agent) => agent.name === this.agentAnswer));
   }
   runCommand(command: HostCommand): void {
     this.commands.push(command);
@@ -41,13 +45,13 @@ function provider(client: OpenvaalaClient): ClientProvider {
   return {
     folders: () => [{ key: "file:///ws", name: "ws" }],
     client: () => Promise.resolve(client),
-    status: () => ({ state: "ready", serverVersion: client.features.serverVersion, protocolVersion: client.features.protocolVersion }),
+    status: () => readyStatus(client),
     onDidChangeStatus: new Emitter<{ folder: string; status: never }>().event,
     onDidRestart: new Emitter<{ folder: string; client: OpenvaalaClient }>().event,
   };
 }
 
-describe("the chat controller against the real runtime", { skip: SKIP_INTEGRATION, timeout: 60_000 }, () => {
+describe("the chat controller against the real runtime", { timeout: 60_000 }, () => {
   it("lists, creates, streams a turn, renames, archives and deletes", async (t) => {
     const h = await harness(t);
     await h.model.enqueue([["text", "Hi ", "there."]]);
@@ -98,6 +102,73 @@ describe("the chat controller against the real runtime", { skip: SKIP_INTEGRATIO
     assert.deepEqual(ui.of("notice"), [], "no error was shown");
   });
 
+  it("shows approval prompts, from events and after the view reloads, answers them, and says quietly when another window was first", async (t) => {
+    const h = await harness(t);
+    await h.define([ASKS_FOR_SHELL]);
+    await h.model.enqueue([["tool_call", "c1", "shell", ['{"command": "rm -rf build"}']], ["finish"]], [["text", "Left it."]]);
+    const ui = new FakeUi();
+    const controller = new ChatController(ui, provider(h.runtime.client));
+    t.after(() => controller.dispose());
+    await controller.handle({ type: "ready" });
+    const ready = ui.of("connection").at(-1)?.connection;
+    assert.ok(ready?.state === "ready");
+    assert.equal(ready.clientId, h.runtime.clientId, "the view knows its clientId, to tell its own answers");
+    assert.deepEqual(ready.sandbox, h.runtime.client.features.sandbox);
+    assert.equal(typeof ready.sandbox?.usable, "boolean", "the server says whether it can sandbox");
+    assert.ok(ui.of("connection").at(-1)?.actions.includes("openvaala/answerApproval"));
+
+    await controller.handle({ type: "create" });
+    await controller.handle({ type: "submit", content: [{ type: "text", text: "clean up" }], mode: "queue" });
+    const asked = await waitFor(
+      () => ui.of("ops").flatMap((m) => m.ops).find((op) => op.op === "approval"),
+      "the approval prompt to be posted",
+    );
+    assert.ok(asked.op === "approval");
+    const itemId = asked.approval.itemId;
+    assert.equal(asked.approval.approval.command, "rm -rf build");
+
+    // the view reloads (or another window opens it): the prompt comes from the snapshot
+    await controller.handle({ type: "ready" });
+    const session = ui.of("session").at(-1);
+    assert.deepEqual(session?.snapshot.approvals.map((a) => a.itemId), [itemId]);
+    assert.equal(session?.snapshot.streaming.find((s) => s.item.id === itemId)?.item.status, "awaitingApproval");
+
+    await controller.handle({ type: "approval", itemId, decision: "deny", message: "  keep the build  " });
+    const closed = await waitFor(
+      () => ui.of("ops").flatMap((m) => m.ops).find((op) => op.op === "approvalClosed" && op.itemId === itemId),
+      "approvalResolved to be posted",
+    );
+    assert.ok(closed.op === "approvalClosed");
+    assert.deepEqual(closed.outcome?.by, { kind: "client", name: "VS Code", clientId: h.runtime.clientId });
+
+    // a second answer (as when two windows answer at once) is said on the card, not as an error
+    await controller.handle({ type: "approval", itemId, decision: "allowOnce" });
+    assert.deepEqual(ui.of("approvalAnswer").at(-1), { type: "approvalAnswer", itemId, outcome: "late", message: "Another window answered first." });
+    await controller.handle({ type: "approval", itemId: "item_never_asked", decision: "allowOnce" });
+    assert.equal(ui.of("approvalAnswer").at(-1)?.outcome, "gone");
+    assert.deepEqual(ui.of("notice"), [], "no error was shown");
+    await waitFor(() => ui.of("ops").some((m) => m.ops.some((op) => op.op === "turn" && op.phase === "completed")), "the turn to end");
+    const result = ui.of("ops").flatMap((m) => m.ops).find((op) => op.op === "saved" && op.item.type === "toolResult");
+    assert.ok(result?.op === "saved");
+    assert.match(result.item.content?.[0]?.text ?? "", /keep the build/, "the denial's message went to the model (trimmed)");
+  });
+
+  it("offers the agents on create when there are several, and creates the conversation with the one picked", async (t) => {
+    const h = await harness(t);
+    await h.define([{ name: "default" }, { name: "reviewer", description: "Reviews changes" }]);
+    const ui = new FakeUi();
+    const controller = new ChatController(ui, provider(h.runtime.client));
+    t.after(() => controller.dispose());
+    await controller.handle({ type: "ready" });
+    await controller.handle({ type: "create" });
+    assert.deepEqual(ui.agentsOffered, [["default", "reviewer"]]);
+    assert.equal(ui.of("opened").length, 0, "nothing is created when the pick is cancelled");
+    ui.agentAnswer = "reviewer";
+    await controller.handle({ type: "create" });
+    assert.equal(ui.of("opened")[0]?.conversation.agentName, "reviewer");
+    assert.deepEqual(ui.of("notice"), []);
+  });
+
   it("says how to set up a model when none is configured", async (t) => {
     const h = await harness(t, { noModel: true });
     const ui = new FakeUi();
@@ -115,6 +186,7 @@ describe("the chat controller against the real runtime", { skip: SKIP_INTEGRATIO
 
   it("reads tokens by day and model for the usage panel", async (t) => {
     const h = await harness(t);
+    await h.define([{ name: "default", titles: false }]); // no title call: one model call, ours
     await h.model.enqueue([["text", "ok"], ["finish", { prompt_tokens: 120, completion_tokens: 30 }]]);
     const { open, screen } = await h.conversation();
     await open.submit([{ type: "text", text: "count me" }]);

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
-import { SKIP_INTEGRATION, harness } from "../support/harness";
+import { ASKS_FOR_SHELL, harness } from "../support/harness";
 import type { Screen } from "../support/screen";
 import { textOf } from "../support/screen";
 
@@ -27,7 +27,7 @@ async function assertScreenMatchesServer(screen: Screen, list: () => Promise<str
   assert.deepEqual(onScreen, await list());
 }
 
-describe("recovery after a runtime restart", { skip: SKIP_INTEGRATION, timeout: 90_000 }, () => {
+describe("recovery after a runtime restart", { timeout: 90_000 }, () => {
   it("re-subscribes and re-lists after the runtime host is killed mid-turn", async (t) => {
     const h = await harness(t);
     const client = h.runtime.client;
@@ -74,6 +74,33 @@ describe("recovery after a runtime restart", { skip: SKIP_INTEGRATION, timeout: 
     const texts = screen.saved().map(textOf);
     assert.deepEqual(texts.slice(-3), ["follow-up", "and now?", "answered"]);
     assert.equal(screen.pending.size, 0);
+  });
+
+  it("takes down an approval prompt whose call died with the runtime, and asks again in the new one", async (t) => {
+    const h = await harness(t);
+    await h.define([ASKS_FOR_SHELL]);
+    const client = h.runtime.client;
+    await h.model.enqueue([["tool_call", "c1", "shell", ['{"command": "echo first"}']], ["finish"]]);
+    const { open, screen } = await h.conversation();
+    await open.submit(text("run it"));
+    const before = await screen.until(() => [...screen.approvals.values()][0], "the approval prompt");
+    const oldHost = h.runtime.hostPid();
+    process.kill(oldHost, "SIGKILL");
+    // the subscription is renewed in the new runtime; the call died with the old one, so does its prompt
+    await screen.until(() => h.runtime.hostPid() !== oldHost && screen.approvals.size === 0 && screen.streaming().length === 0, "the prompt to leave");
+    assert.ok(screen.sawOp((op) => op.op === "approvalClosed" && op.itemId === before.itemId));
+    await assertScreenMatchesServer(screen, async () =>
+      (await client.rpc.request("openvaala/listItems", { conversationId: open.id, limit: 500 })).items.map((l) => l.item.id),
+    );
+    // asked again after the restart (definitions set again: setDefinitions lives in the runtime's memory)
+    await h.define([ASKS_FOR_SHELL]);
+    await h.model.enqueue([["tool_call", "c2", "shell", ['{"command": "echo second"}']], ["finish"]], [["text", "done"]]);
+    await open.submit(text("again"));
+    const after = await screen.until(() => [...screen.approvals.values()][0], "the prompt in the new runtime");
+    assert.notEqual(after.itemId, before.itemId);
+    await open.answerApproval(after.itemId, "allowOnce");
+    await screen.until(() => screen.outcomes.get(after.itemId) && screen.status.state === "idle", "the turn after the answer");
+    assert.ok(screen.saved().some((item) => item.type === "toolResult" && textOf(item).startsWith("second")));
   });
 
   it("catches up after subscriberTooSlow without losing or repeating deltas", async (t) => {

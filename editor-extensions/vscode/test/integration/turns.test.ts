@@ -1,17 +1,15 @@
 // The extension's protocol client against the real openvaala-lsp and the scripted fake model:
-// create, stream, tool calls, queue/withdraw, steer, interrupt, and the features the server may
-// not have yet (approval, fork, compact), which run as soon as it advertises them.
+// create, stream, tool calls, queue/withdraw, steer, interrupt, images, fork and compaction.
+// (Approvals: approvals.test.ts; two editors on one runtime: sharedHost.test.ts.)
 import assert from "node:assert/strict";
-import { readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { describe, it } from "node:test";
 import { presentTool } from "../../src/shared/tools";
-import { SKIP_INTEGRATION, harness, requireMethod } from "../support/harness";
-import { textOf } from "../support/screen";
+import { harness, requireAdvertised } from "../support/harness";
+import { Screen, textOf } from "../support/screen";
 
 const text = (value: string) => [{ type: "text" as const, text: value }];
 
-describe("turns against the real runtime", { skip: SKIP_INTEGRATION, timeout: 60_000 }, () => {
+describe("turns against the real runtime", { timeout: 60_000 }, () => {
   it("creates a conversation whose main session is followed from the start", async (t) => {
     const h = await harness(t);
     const conversation = await h.runtime.client.createConversation();
@@ -150,6 +148,35 @@ describe("turns against the real runtime", { skip: SKIP_INTEGRATION, timeout: 60
     await assert.rejects(open.interrupt(), (error: { kind?: string }) => error.kind === "invalidState");
   });
 
+  it("follows a sub-agent's session, nested under the session that started it", async (t) => {
+    const h = await harness(t);
+    await h.define([
+      { name: "default", subAgents: ["reviewer"], titles: false },
+      { name: "reviewer", description: "Reviews changes", titles: false },
+    ]);
+    await h.model.enqueue(
+      [["tool_call", "c1", "subagent", ['{"agent": "reviewer", "task": "review the greeting"}']], ["finish"]],
+      [["text", "The greeting is fine."]],
+      [["text", "The reviewer says it is fine."]],
+    );
+    const { open, screen } = await h.conversation();
+    const added = new Promise<string>((resolve) => open.onSessionAdded((entry) => resolve(entry.session.id)));
+    await open.submit(text("get it reviewed"));
+    const childId = await added;
+    const child = open.session(childId);
+    assert.ok(child);
+    assert.equal(child.session.parentSessionId, open.mainSession?.session.id);
+    assert.equal(child.session.agentName, "reviewer");
+    const childScreen = new Screen(open, childId);
+    await screen.turnCompleted();
+    await childScreen.until(() => childScreen.saved().some((item) => item.type === "assistantMessage"), "the sub-agent's answer");
+    assert.deepEqual(childScreen.saved().map(textOf), ["review the greeting", "The greeting is fine."]);
+    assert.deepEqual(childScreen.saved()[0]?.from, { kind: "session", sessionId: open.mainSession?.session.id });
+    const result = screen.saved().find((item) => item.type === "toolResult");
+    assert.match(textOf(result!), /The greeting is fine\./, "the sub-agent's answer is the tool's result");
+    assert.equal(screen.saved().at(-1)?.type, "assistantMessage");
+  });
+
   it("sends images as image content", async (t) => {
     const h = await harness(t);
     await h.model.enqueue([["text", "a pixel"]]);
@@ -200,46 +227,36 @@ describe("turns against the real runtime", { skip: SKIP_INTEGRATION, timeout: 60
     assert.ok(usage.thresholdTokens > 0 && usage.thresholdTokens <= 8000);
   });
 
-  it("answers an approval with allow once (when the server supports approvals)", async (t) => {
+  it("forks a conversation after any turn", async (t) => {
     const h = await harness(t);
-    if (!requireMethod(t, h, "openvaala/answerApproval")) return;
-    // PROTOCOL.md: an agent whose permissions say "ask" for shell waits for answerApproval
-    writeFileSync(
-      join(h.runtime.home, "config.toml"),
-      `${readConfig(h)}\n[[agents]]\nname = "default"\npermissions = { default = "allow", tools = { shell = "ask" } }\n`,
-    );
-    await h.model.enqueue([["tool_call", "c1", "shell", ['{"command": "echo approved"}']]], [["text", "done"]]);
-    const { open, screen } = await h.conversation();
-    await open.submit(text("run it"));
-    const approval = await screen.until(() => [...screen.approvals.values()][0], "the approval prompt");
-    assert.equal(approval.approval.tool, "shell");
-    await open.answerApproval(approval.itemId, "allowOnce");
-    await screen.until(() => screen.approvals.size === 0, "approvalResolved to close the prompt");
-    await screen.turnCompleted();
-    const result = screen.saved().find((item) => item.type === "toolResult");
-    assert.match(textOf(result!), /approved/);
-  });
-
-  it("forks a conversation after a turn (when the server supports forks)", async (t) => {
-    const h = await harness(t);
-    if (!requireMethod(t, h, "openvaala/forkConversation")) return;
-    await h.model.enqueue([["text", "one"]], [["text", "two"]]);
+    requireAdvertised(h, "openvaala/forkConversation");
+    await h.model.enqueue([["text", "one"]], [["text", "two"]], [["text", "three"]]);
     const { open, screen } = await h.conversation();
     await open.submit(text("first"));
     const first = await screen.turnCompleted(1);
     await open.submit(text("second"));
-    await screen.turnCompleted(2);
+    const second = await screen.turnCompleted(2);
+    // after the first turn: only its items come along
     const fork = await open.fork(first.id);
+    assert.notEqual(fork.id, open.id);
     assert.deepEqual(fork.forkedFrom, { conversationId: open.id, turnId: first.id });
     const forked = await h.runtime.client.open(fork.id);
     const items = forked.mainSession!.subscription.timeline.snapshot().items.map((logged) => textOf(logged.item));
     assert.deepEqual(items, ["first", "one"]);
+    // after the last turn: everything, and the fork goes on by itself
+    const whole = await h.runtime.client.open((await open.fork(second.id)).id);
+    const wholeScreen = new Screen(whole);
+    assert.deepEqual(wholeScreen.saved().map(textOf), ["first", "one", "second", "two"]);
+    await whole.submit(text("third"));
+    await wholeScreen.turnCompleted(1);
+    assert.deepEqual(wholeScreen.saved().map(textOf).slice(-2), ["third", "three"]);
+    assert.deepEqual(screen.saved().map(textOf), ["first", "one", "second", "two"], "the source is untouched");
   });
 
-  it("compacts the context (when the server supports compaction)", async (t) => {
+  it("compacts the context on request", async (t) => {
     const h = await harness(t);
-    if (!requireMethod(t, h, "openvaala/compactContext")) return;
-    await h.model.enqueue([["text", "an answer"]]);
+    requireAdvertised(h, "openvaala/compactContext");
+    await h.model.enqueue([["text", "an answer"], ["finish", { prompt_tokens: 3000, completion_tokens: 20 }]]);
     await h.model.setDefault([["text", "A summary of the conversation."]]);
     const { open, screen } = await h.conversation();
     await open.submit(text("hello"));
@@ -249,11 +266,20 @@ describe("turns against the real runtime", { skip: SKIP_INTEGRATION, timeout: 60
       () => screen.sawOp((op) => op.op === "compaction" && op.phase === "completed" && op.turnId === turnId),
       "compactionCompleted",
     );
-    assert.ok(screen.saved().some((item) => item.type === "compaction"));
+    assert.ok(screen.sawOp((op) => op.op === "compaction" && op.phase === "started" && op.turnId === turnId));
+    const compaction = screen.saved().find((item) => item.type === "compaction");
+    assert.ok(compaction?.compaction, "the compaction item is on screen");
+    assert.equal(compaction.compaction.trigger, "manual");
+    const done = screen.ops.find((op) => op.op === "compaction" && op.phase === "completed");
+    assert.ok(done && done.op === "compaction" && done.before && done.after);
+    assert.equal(done.after.source, "estimated");
+    assert.ok(done.after.tokens < done.before.tokens, "the context got smaller");
+    assert.deepEqual(screen.status.context, done.after, "the meter shows the context after compaction");
+    // while a turn runs, compaction is refused
+    await h.model.enqueue([["text", "slow"], ["pause", 1.5]]);
+    await open.submit(text("again"));
+    await screen.until(() => screen.status.state === "running", "the next turn");
+    await assert.rejects(open.compact(), (error: { kind?: string }) => error.kind === "invalidState");
+    await screen.turnCompleted(3);
   });
 });
-
-/** The user config the harness wrote (the fake model's definition). */
-function readConfig(h: { runtime: { home: string } }): string {
-  return readFileSync(join(h.runtime.home, "config.toml"), "utf8");
-}

@@ -1,6 +1,8 @@
 // One real runtime and one scripted model per test, stopped afterwards (their processes included).
+import assert from "node:assert/strict";
 import type { TestContext } from "node:test";
 import type { OpenConversation } from "../../src/client/conversation";
+import type { AgentDefinition, Definitions } from "../../src/protocol/generated";
 import { FakeModel } from "./fakeModel";
 import { missingServer } from "./paths";
 import { Runtime, type RuntimeOptions } from "./runtime";
@@ -10,13 +12,25 @@ export interface Harness {
   model: FakeModel;
   runtime: Runtime;
   /** Creates a conversation, opens it and follows its main session on a Screen. */
-  conversation(): Promise<{ open: OpenConversation; screen: Screen }>;
+  conversation(runtime?: Runtime): Promise<{ open: OpenConversation; screen: Screen }>;
+  /** A second editor on the same project: another `openvaala-lsp` front, same OPENVAALA_HOME and
+   * workspace, hence the same shared runtime host. Stopped before the first. */
+  secondEditor(options?: Omit<RuntimeOptions, "model" | "join">): Promise<Runtime>;
+  /** `openvaala/setDefinitions` with the fake model and these agents (it replaces the config files). */
+  define(agents: AgentDefinition[]): Promise<void>;
 }
 
-/** The reason to skip integration tests here, printed by the runner. */
-export const SKIP_INTEGRATION = missingServer();
+
+/** The agent that makes approvals happen: everything runs but the shell, which asks. */
+export const ASKS_FOR_SHELL: AgentDefinition = {
+  name: "default",
+  permissions: { default: "allow", tools: { shell: "ask" } },
+};
 
 export async function harness(t: TestContext, options: Omit<RuntimeOptions, "model"> & { noModel?: boolean } = {}): Promise<Harness> {
+  // never skipped: without the server the integration tests fail and say how to get it
+  const missing = missingServer();
+  if (missing) throw new Error(missing);
   const model = await FakeModel.start();
   let runtime: Runtime;
   try {
@@ -25,24 +39,47 @@ export async function harness(t: TestContext, options: Omit<RuntimeOptions, "mod
     await model.stop();
     throw error;
   }
+  const others: Runtime[] = [];
   t.after(async () => {
+    for (const other of others.splice(0)) await other.stop();
     await runtime.stop();
     await model.stop();
   });
   return {
     model,
     runtime,
-    async conversation() {
-      const conversation = await runtime.client.createConversation();
-      const open = await runtime.client.open(conversation.id);
+    async conversation(on = runtime) {
+      const conversation = await on.client.createConversation();
+      const open = await on.client.open(conversation.id);
       return { open, screen: new Screen(open) };
+    },
+    async secondEditor(more = {}) {
+      const other = await Runtime.start({ ...more, join: runtime });
+      others.push(other);
+      return other;
+    },
+    async define(agents) {
+      const definitions: Definitions = {
+        models: [
+          {
+            ref: { provider: "fake", name: "fake-model" },
+            api: "openai-chat",
+            baseUrl: model.baseUrl,
+            apiKeyEnv: "FAKE_API_KEY",
+            contextWindow: 8000,
+          },
+        ],
+        agents,
+      };
+      await runtime.client.rpc.request("openvaala/setDefinitions", definitions);
     },
   };
 }
 
-/** Skips a test while the server does not advertise `method`, saying why; runs it once it does. */
-export function requireMethod(t: TestContext, h: Harness, method: string): boolean {
-  if (h.runtime.client.features.methods.has(method)) return true;
-  t.skip(`the server does not advertise ${method} yet (initialize → capabilities.experimental.openvaala.methods); this test runs once it does`);
-  return false;
+/** Fails (never skips) when the server does not advertise `method`: protocol 0.3 servers all do. */
+export function requireAdvertised(h: Harness, method: string): void {
+  assert.ok(
+    h.runtime.client.features.methods.has(method),
+    `the server does not advertise ${method} (initialize → capabilities.experimental.openvaala.methods)`,
+  );
 }

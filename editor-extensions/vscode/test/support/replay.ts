@@ -4,12 +4,13 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { OPTIONAL_METHODS } from "../../src/client/openvaalaClient";
+import type { SandboxState } from "../../src/client/rpc";
 import { SessionTimeline } from "../../src/client/timeline";
-import type { AnySessionEvent } from "../../src/protocol/events";
 import type {
   Conversation,
   ConversationEventParams,
   LoggedItemPage,
+  SessionEvent,
   SessionEventParams,
   SubscribeConversationResult,
   SubscribeSessionResult,
@@ -19,7 +20,9 @@ import { FIXTURES } from "./paths";
 import type { WireEntry } from "./recording";
 
 export interface Fixture {
-  server: { serverVersion: string; protocolVersion: string; methods: string[] };
+  server: { serverVersion: string; protocolVersion: string; methods: string[]; sandbox?: SandboxState };
+  /** The clientId the recording connection sent: its answers are "this window". */
+  clientId?: string;
   conversationId: string;
   sessionId: string;
   log: WireEntry[];
@@ -37,7 +40,7 @@ function response<T>(fixture: Fixture, method: string): T {
 
 export interface ReplayStep {
   /** The session events of this notification (empty for the opening snapshot). */
-  events: AnySessionEvent[];
+  events: SessionEvent[];
   messages: HostMessage[];
 }
 
@@ -75,7 +78,13 @@ export class Replay {
         type: "init",
         folders: [{ key: "file:///ws", name: "ws" }],
         folder: "file:///ws",
-        connection: { state: "ready", serverVersion: this.fixture.server.serverVersion, protocolVersion: this.fixture.server.protocolVersion },
+        connection: {
+          state: "ready",
+          serverVersion: this.fixture.server.serverVersion,
+          protocolVersion: this.fixture.server.protocolVersion,
+          ...(this.fixture.server.sandbox ? { sandbox: this.fixture.server.sandbox } : {}),
+          ...(this.fixture.clientId ? { clientId: this.fixture.clientId } : {}),
+        },
         actions: this.actions,
       },
       { type: "opened", conversation: this.conversation, mainSessionId: this.fixture.sessionId },
@@ -90,7 +99,7 @@ export class Replay {
       if (entry.method === "openvaala/sessionEvent") {
         const params = entry.params as SessionEventParams;
         if (params.subscriptionId !== this.subscriptionId) continue;
-        const events = params.events as AnySessionEvent[];
+        const events = params.events;
         yield { events, messages: [{ type: "ops", sessionId: this.fixture.sessionId, ops: this.timeline.applyEvents(events) }] };
       } else if (entry.method === "openvaala/conversationEvent") {
         const params = entry.params as ConversationEventParams;
@@ -107,8 +116,8 @@ export class Replay {
     }
   }
 
-  /** Ops for events that are not in the recording (e.g. approvals, which the server does not send yet). */
-  apply(events: AnySessionEvent[]): HostMessage {
+  /** Ops for events that are not in the recording (e.g. an approval that another window answers). */
+  apply(events: SessionEvent[]): HostMessage {
     return { type: "ops", sessionId: this.fixture.sessionId, ops: this.timeline.applyEvents(events) };
   }
 }

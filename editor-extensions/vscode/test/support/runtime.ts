@@ -1,6 +1,8 @@
 // The real `openvaala-lsp` behind a plain vscode-jsonrpc connection, as the extension's client sees
 // it: a private OPENVAALA_HOME per test (so a runtime host of its own, idle-exiting after 1 s), a
-// workspace folder, and a user config whose model is the scripted fake model.
+// workspace folder, and a user config whose model is the scripted fake model. `openvaala-lsp` runs
+// in its default mode: a front that relays to the shared runtime host of that OPENVAALA_HOME, so a
+// second Runtime joined to the first is a second editor on the same project.
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -14,6 +16,7 @@ import {
   type MessageConnection,
 } from "vscode-jsonrpc/node";
 import type { RpcConnection } from "../../src/client/connection";
+import { initializationOptions, newClientId } from "../../src/client/initialization";
 import { OpenvaalaClient, type ClientOptions } from "../../src/client/openvaalaClient";
 import type { FakeModel } from "./fakeModel";
 import { SERVER } from "./paths";
@@ -39,6 +42,9 @@ export interface RuntimeOptions {
   client?: ClientOptions;
   /** Wraps the connection the client uses (e.g. to record the wire). */
   wrap?: (connection: RpcConnection) => RpcConnection;
+  /** Another editor on the same project: the same OPENVAALA_HOME (so the same runtime host) and
+   * workspace folder. The first Runtime owns them and removes them when it stops. */
+  join?: Runtime;
 }
 
 export class Runtime {
@@ -53,6 +59,8 @@ export class Runtime {
     readonly connection: MessageConnection,
     readonly initializeResult: unknown,
     readonly client: OpenvaalaClient,
+    readonly clientId: string,
+    private readonly owner: boolean,
   ) {
     process.stderr?.on("data", (chunk: Buffer) => {
       this.stderr = (this.stderr + chunk.toString()).slice(-20_000);
@@ -61,12 +69,15 @@ export class Runtime {
 
   static async start(options: RuntimeOptions = {}): Promise<Runtime> {
     // short paths: the host's socket path must fit in sun_path
-    const root = mkdtempSync(join(tmpdir(), "ovx-"));
+    const shared = options.join;
+    const root = shared ? shared.root : mkdtempSync(join(tmpdir(), "ovx-"));
     const home = join(root, "h");
     const workspace = join(root, "ws");
-    mkdirSync(home);
-    mkdirSync(workspace);
-    if (options.model) writeFileSync(join(home, "config.toml"), modelConfig(options.model));
+    if (!shared) {
+      mkdirSync(home);
+      mkdirSync(workspace);
+      if (options.model) writeFileSync(join(home, "config.toml"), modelConfig(options.model));
+    }
     const child = spawn(SERVER, [], {
       cwd: workspace,
       env: {
@@ -87,22 +98,23 @@ export class Runtime {
     ]);
     connection.listen();
     const initialize = new RequestType<unknown, unknown, unknown>("initialize");
+    // what the extension sends (src/client/initialization.ts), events batched less for quick tests
+    const clientId = newClientId();
     const initializeResult = await connection.sendRequest(initialize, {
       processId: process.pid,
       rootUri: pathToFileURL(workspace).toString(),
       workspaceFolders: [{ uri: pathToFileURL(workspace).toString(), name: "ws" }],
       capabilities: {},
       clientInfo: { name: "openvaala-vscode-tests" },
-      initializationOptions: {
-        openvaala: { clientName: "vscode", approvals: true, eventBatchMs: 2, ...options.openvaala },
-      },
+      initializationOptions: initializationOptions(clientId, { eventBatchMs: 2, ...options.openvaala }),
     });
     await connection.sendNotification("initialized", {});
     const client = new OpenvaalaClient(options.wrap ? options.wrap(connection) : connection, initializeResult, {
       retry: { attempts: 40, firstDelayMs: 50, maxDelayMs: 500 },
+      clientId,
       ...options.client,
     });
-    const runtime = new Runtime(root, home, workspace, child, connection, initializeResult, client);
+    const runtime = new Runtime(root, home, workspace, child, connection, initializeResult, client, clientId, !shared);
     connection.onUnhandledNotification((message) => runtime.notifications.push(message as never));
     return runtime;
   }
@@ -137,6 +149,7 @@ export class Runtime {
     await exited;
     clearTimeout(timer);
     this.connection.dispose();
+    if (!this.owner) return;
     await waitForHostExit(this.home);
     rmSync(this.root, { recursive: true, force: true });
   }

@@ -2,7 +2,7 @@
 // exactly as the webview applies them (upsert by item id, saved items in ordinal order, streamed
 // items after them, deltas appended). Tests compare it with the server's `listItems`.
 import type { OpenConversation } from "../../src/client/conversation";
-import type { Approval, PendingInput, SessionStatus, TimelineOp } from "../../src/client/timeline";
+import type { Approval, ApprovalOutcome, PendingInput, SessionStatus, TimelineOp } from "../../src/client/timeline";
 import { appendDelta } from "../../src/client/timeline";
 import type { ErrorInfo, Item, Turn } from "../../src/protocol/generated";
 import { waitFor } from "./wait";
@@ -16,6 +16,8 @@ export class Screen {
   readonly rows: ScreenItem[] = [];
   readonly pending = new Map<string, PendingInput>();
   readonly approvals = new Map<string, Approval>();
+  /** How approvals ended (`approvalResolved`), by item id. */
+  readonly outcomes = new Map<string, ApprovalOutcome>();
   readonly ops: TimelineOp[] = [];
   readonly errors: ErrorInfo[] = [];
   readonly turns: Turn[] = [];
@@ -32,6 +34,7 @@ export class Screen {
     for (const streamed of snapshot.streaming) this.rows.push({ item: streamed.item });
     for (const input of snapshot.pending) this.pending.set(input.item.id, input);
     for (const approval of snapshot.approvals) this.approvals.set(approval.itemId, approval);
+    for (const outcome of snapshot.outcomes) this.outcomes.set(outcome.itemId, outcome);
     this.status = snapshot.status;
     open.onOps(({ sessionId: id, ops }) => {
       if (id === entry.session.id) for (const op of ops) this.apply(op);
@@ -86,6 +89,7 @@ export class Screen {
         return;
       case "approvalClosed":
         this.approvals.delete(op.itemId);
+        if (op.outcome) this.outcomes.set(op.itemId, op.outcome);
         return;
       case "status":
         this.status = op.status;

@@ -47,7 +47,7 @@ interface PageGlobals {
   openvaalaFlush?: () => void;
 }
 
-/** Why the webview tests cannot run here, or undefined when they can. */
+/** What the webview tests lack here, or undefined when they can run. */
 export function missingBrowser(): string | undefined {
   if (!existsSync(CHROMIUM)) return `${CHROMIUM} is missing: apt-get install -y chromium`;
   for (const file of Object.values(FILES)) {
@@ -67,6 +67,9 @@ export class WebviewPage {
   ) {}
 
   static async open(view: "chat" | "usage", size = { width: 460, height: 900 }): Promise<WebviewPage> {
+    // never skipped: without Chromium or the build the webview tests fail and say what is missing
+    const missing = missingBrowser();
+    if (missing) throw new Error(missing);
     const profile = mkdtempSync(join(tmpdir(), "ov-chromium-"));
     const context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
@@ -133,6 +136,14 @@ export class WebviewPage {
   async screenshot(name: string): Promise<string> {
     mkdirSync(ARTIFACTS, { recursive: true });
     const path = join(ARTIFACTS, `${name}.png`);
+    // the view scrolls to the bottom in an animation frame: let it happen first
+    await this.page.evaluate(
+      () =>
+        new Promise((resolve) => {
+          const page = globalThis as unknown as { requestAnimationFrame(callback: () => void): void };
+          page.requestAnimationFrame(() => page.requestAnimationFrame(() => resolve(undefined)));
+        }),
+    );
     await this.page.screenshot({ path });
     return path;
   }

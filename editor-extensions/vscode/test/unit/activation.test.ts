@@ -64,8 +64,9 @@ function fakeVscode(recorded: Recorded): unknown {
   });
 }
 
-describe("the bundled extension", { skip: existsSync(BUNDLE) ? undefined : "run `npm run build` first" }, () => {
+describe("the bundled extension", () => {
   it("activates and registers what package.json contributes", () => {
+    assert.ok(existsSync(BUNDLE), `${BUNDLE} is missing: run \`npm run build\` first`);
     const recorded: Recorded = { commands: new Map(), views: new Map() };
     const vscode = fakeVscode(recorded);
     const loader = Module as unknown as { _load: (request: string, parent: unknown, isMain: boolean) => unknown };

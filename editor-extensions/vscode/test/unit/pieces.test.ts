@@ -2,7 +2,10 @@
 // presentation, usage rows, protocol errors and features.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { initializationOptions, newClientId } from "../../src/client/initialization";
 import { serverFeatures } from "../../src/client/rpc";
+import { describeDecision } from "../../src/shared/approvals";
+import { sandboxSummary, statusLines } from "../../src/shared/status";
 import { ProtocolError, toProtocolError } from "../../src/protocol/errors";
 import { diffLines } from "../../src/shared/diff";
 import { presentTool } from "../../src/shared/tools";
@@ -97,6 +100,7 @@ describe("diffs and tool calls", () => {
     assert.equal(presentTool("write_file", JSON.stringify({ path: "b", content: "c" })).kind, "write");
     assert.equal(presentTool("grep", JSON.stringify({ pattern: "TODO", path: "src" })).summary, "TODO in src");
     assert.deepEqual(presentTool("shell", '{"command": "echo hi'), { kind: "other", summary: "" }, "partial JSON while streaming");
+    assert.equal(presentTool("shell", JSON.stringify({ command: "curl x", outside_sandbox: true })).outsideSandbox, true);
   });
 });
 
@@ -135,10 +139,57 @@ describe("protocol errors and features", () => {
     assert.ok(toProtocolError(withKind) === withKind && withKind instanceof ProtocolError);
   });
 
-  it("reads the advertised methods from initialize", () => {
-    const features = serverFeatures({ capabilities: { experimental: { openvaala: { protocolVersion: "0.3", serverVersion: "1", methods: ["openvaala/query"] } } } });
+  it("reads the advertised methods and the sandbox from initialize", () => {
+    const sandbox = { usable: false, reason: "bwrap: No permissions to create a new namespace" };
+    const features = serverFeatures({
+      capabilities: { experimental: { openvaala: { protocolVersion: "0.3", serverVersion: "1", methods: ["openvaala/query"], sandbox } } },
+    });
     assert.equal(features.protocolVersion, "0.3");
     assert.ok(features.methods.has("openvaala/query"));
+    assert.deepEqual(features.sandbox, sandbox);
     assert.equal(serverFeatures(null).methods.size, 0);
+    assert.equal(serverFeatures(null).sandbox, undefined, "an older server says nothing about the sandbox");
+  });
+
+  it("sends the initialization options that make the runtime count this editor as one that answers approvals", () => {
+    const id = newClientId();
+    assert.match(id, /^vscode-[0-9a-f-]{36}$/);
+    assert.notEqual(newClientId(), id);
+    assert.deepEqual(initializationOptions(id), { openvaala: { clientId: id, clientName: "VS Code", approvals: true } });
+  });
+});
+
+describe("approvals and the sandbox in words", () => {
+  it("says what was decided and who decided it", () => {
+    const mine = { kind: "client" as const, name: "VS Code", clientId: "vscode-1" };
+    assert.equal(describeDecision("allowOnce", mine, "vscode-1"), "Allowed once by VS Code (this window)");
+    assert.equal(describeDecision("allowAlways", { ...mine, clientId: "vscode-2" }, "vscode-1"), "Allowed for this conversation by VS Code (another window)");
+    assert.equal(describeDecision("deny", { kind: "client", name: "Neovim", clientId: "nvim" }, "vscode-1"), "Denied by Neovim (another window)");
+    assert.equal(describeDecision("deny", { kind: "user" }), "Denied by the user, by stopping the turn");
+    assert.equal(describeDecision("deny", { kind: "session", sessionId: "sess_1" }), "Denied by the runtime: no editor that can answer was left watching");
+  });
+
+  it("describes the sandbox state and the connection", () => {
+    assert.equal(sandboxSummary({ usable: true, reason: "bubblewrap (/usr/bin/bwrap)" }).label, "Sandboxed");
+    assert.match(sandboxSummary({ usable: true, reason: "bubblewrap (/usr/bin/bwrap)" }).detail, /workspace is writable.*\(bubblewrap \(\/usr\/bin\/bwrap\)\)/);
+    const off = sandboxSummary({ usable: false, reason: "no user namespaces" });
+    assert.equal(off.label, "No sandbox");
+    assert.match(off.detail, /cannot start here: no user namespaces\. Shell commands ask for your approval/);
+    assert.equal(sandboxSummary(undefined).usable, undefined);
+    const lines = statusLines({
+      folder: "project",
+      server: { command: "/p/.venv/bin/openvaala-lsp", args: [], source: "virtualenv" },
+      status: { state: "ready", serverVersion: "0.2.0", protocolVersion: "0.3", sandbox: { usable: false, reason: "no user namespaces" } },
+    });
+    assert.deepEqual(lines.slice(0, 3), [
+      "Folder: project",
+      "Server: /p/.venv/bin/openvaala-lsp (the project's virtualenv)",
+      "Connected: openvaala-lsp 0.2.0, protocol 0.3",
+    ]);
+    assert.match(lines[3] ?? "", /^No sandbox: /);
+    assert.deepEqual(statusLines({ folder: "p", status: { state: "failed", message: "openvaala-lsp was not found" } }), [
+      "Folder: p",
+      "Not connected: openvaala-lsp was not found",
+    ]);
   });
 });

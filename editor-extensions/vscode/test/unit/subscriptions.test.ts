@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { OpenvaalaClient } from "../../src/client/openvaalaClient";
-import type { Item, ListItemsRequest, LoggedItem } from "../../src/protocol/generated";
+import type { Item, ListItemsParams, LoggedItem } from "../../src/protocol/generated";
 import { FakeConnection, failure } from "../support/fakeConnection";
 import { waitFor } from "../support/wait";
 
@@ -38,7 +38,7 @@ function server() {
       subscriptions++;
       return { subscriptionId: `sub_${subscriptions}`, lastSavedOrdinal: log.length, pendingInputs: [], streamingItems: [] };
     })
-    .handle("openvaala/listItems", (params: ListItemsRequest) => {
+    .handle("openvaala/listItems", (params: ListItemsParams) => {
       const after = params.cursor ?? 0;
       const items = params.order === "desc" ? [...log].reverse() : log.filter((l) => l.ordinal > after);
       return { items };
@@ -91,7 +91,7 @@ describe("subscriptions", () => {
     s.connection.notify("openvaala/sessionEvent", { subscriptionId: "sub_1", seq: 4, events: [saved(3, "c", "three")] });
     await waitFor(() => s.subscriptions === 2 && subscription.syncState.state === "live", "the resync");
     assert.deepEqual(subscription.timeline.snapshot().items.map((l) => l.item.id), ["a", "b", "c"]);
-    const catchUp = s.connection.callsOf("openvaala/listItems").at(-1) as ListItemsRequest;
+    const catchUp = s.connection.callsOf("openvaala/listItems").at(-1) as ListItemsParams;
     assert.equal(catchUp.cursor, 1, "it listed after the last ordinal it had");
     assert.equal(catchUp.order, "asc");
     assert.deepEqual(s.connection.callsOf("openvaala/unsubscribe"), [{ subscriptionId: "sub_1" }]);

@@ -1,7 +1,7 @@
 // SessionTimeline: the snapshot + stream rule, deltas, replacement of streamed items, and resyncs.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { SessionTimeline } from "../../src/client/timeline";
+import { SessionTimeline, approvalFromItem } from "../../src/client/timeline";
 import type { Item, SubscribeSessionResult } from "../../src/protocol/generated";
 
 let counter = 0;
@@ -98,27 +98,47 @@ describe("SessionTimeline", () => {
     assert.deepEqual(snapshot.pending.map((p) => p.item.id), ["queued"]);
   });
 
-  it("opens approval prompts from events and from tool calls awaiting approval after a resync", () => {
+  it("opens an approval prompt from approvalRequested, marks the call, and closes it with who decided", () => {
     const timeline = new SessionTimeline("sess_1");
-    const opened = timeline.applyEvents([
-      { type: "approvalRequested", itemId: "call_1", approval: { tool: "shell", arguments: { command: "rm x" }, command: "rm x" } },
-    ]);
-    assert.deepEqual(opened.map((op) => op.op), ["approval"]);
-    const closed = timeline.applyEvents([
-      { type: "approvalResolved", itemId: "call_1", decision: "deny", by: { kind: "client", name: "nvim" } },
-    ]);
-    assert.deepEqual(closed, [{ op: "approvalClosed", itemId: "call_1", decision: "deny", by: { kind: "client", name: "nvim" } }]);
+    const call = item({ id: "call_1", type: "toolCall", status: "streaming", toolCall: { callId: "c1", name: "shell", arguments: '{"command": "rm x"}' } });
+    timeline.applyEvents([{ type: "itemStarted", itemIndex: 0, item: call }]);
+    const approval = { tool: "shell", arguments: { command: "rm x" }, command: "rm x", reason: "the agent's rule for shell: ask" };
+    const opened = timeline.applyEvents([{ type: "approvalRequested", itemId: "call_1", approval }]);
+    assert.deepEqual(opened.map((op) => op.op), ["approval", "streaming"]);
+    assert.equal(timeline.item("call_1")?.status, "awaitingApproval", "the call shows that it waits");
+    assert.deepEqual(timeline.snapshot().approvals, [{ itemId: "call_1", approval }]);
 
+    const by = { kind: "client" as const, name: "Neovim", clientId: "nvim-1" };
+    const closed = timeline.applyEvents([{ type: "approvalResolved", itemId: "call_1", decision: "deny", by }]);
+    assert.deepEqual(closed[0], { op: "approvalClosed", itemId: "call_1", outcome: { itemId: "call_1", decision: "deny", by } });
+    assert.equal(timeline.item("call_1")?.status, "streaming");
+    const snapshot = timeline.snapshot();
+    assert.deepEqual(snapshot.approvals, []);
+    assert.deepEqual(snapshot.outcomes, [{ itemId: "call_1", decision: "deny", by }], "who decided stays for a view that reloads");
+  });
+
+  it("opens the prompt of a call awaiting approval from a snapshot, and closes prompts that are over", () => {
+    const timeline = new SessionTimeline("sess_1");
     const waiting = item({
       id: "call_2",
       type: "toolCall",
-      status: "awaitingApproval" as Item["status"],
-      toolCall: { callId: "c2", name: "edit", arguments: '{"path": "a.txt"}' },
+      status: "awaitingApproval",
+      toolCall: { callId: "c2", name: "shell", arguments: '{"command": "make test", "workdir": "sub"}' },
     });
     const resynced = timeline.applySubscription(subscribed({ streamingItems: [{ itemIndex: 0, item: waiting }] }));
     const approval = resynced.find((op) => op.op === "approval");
     assert.ok(approval && approval.op === "approval");
-    assert.deepEqual(approval.approval, { itemId: "call_2", approval: { tool: "edit", arguments: { path: "a.txt" } } });
+    assert.deepEqual(approval.approval, {
+      itemId: "call_2",
+      approval: { tool: "shell", arguments: { command: "make test", workdir: "sub" }, command: "make test", paths: ["sub"] },
+    });
+    const edit = item({ id: "call_3", type: "toolCall", status: "awaitingApproval", toolCall: { callId: "c3", name: "edit", arguments: '{"path": "a.txt"}' } });
+    assert.deepEqual(approvalFromItem(edit), { tool: "edit", arguments: { path: "a.txt" }, paths: ["a.txt"] });
+
+    // the runtime restarted: the call no longer waits, so the prompt goes
+    const after = timeline.applySubscription(subscribed());
+    assert.ok(after.some((op) => op.op === "approvalClosed" && op.itemId === "call_2" && op.outcome === undefined));
+    assert.deepEqual(timeline.snapshot().approvals, []);
   });
 
   it("tracks state, the running turn, context and usage", () => {

@@ -5,13 +5,13 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { Item } from "../../src/protocol/generated";
 import type { HostMessage } from "../../src/shared/messages";
+import { OPTIONAL_METHODS } from "../../src/client/openvaalaClient";
 import { Replay, loadFixture } from "../support/replay";
-import { WebviewPage, missingBrowser } from "../support/webviewPage";
+import { WebviewPage } from "../support/webviewPage";
 
-const SKIP = missingBrowser();
-const WITH_APPROVALS = ["openvaala/answerApproval", "openvaala/forkConversation", "openvaala/compactContext"];
+const NEWER: string[] = ["openvaala/answerApproval", "openvaala/forkConversation", "openvaala/compactContext"];
 
-describe("the chat webview in Chromium", { skip: SKIP, timeout: 60_000 }, () => {
+describe("the chat webview in Chromium", { timeout: 60_000 }, () => {
   let page: WebviewPage;
 
   before(async () => {
@@ -66,7 +66,7 @@ describe("the chat webview in Chromium", { skip: SKIP, timeout: 60_000 }, () => 
     ]);
   });
 
-  it("renders the recorded run: streamed text, folded reasoning, tool calls with results, queued input", async () => {
+  it("renders the recorded run: streamed text, folded reasoning, tool calls with results, approvals, queued input", async () => {
     await page.page.reload();
     await page.page.waitForFunction(() => (globalThis as unknown as { __posted: unknown[] }).__posted.length > 0);
     const replay = new Replay(loadFixture());
@@ -74,6 +74,7 @@ describe("the chat webview in Chromium", { skip: SKIP, timeout: 60_000 }, () => 
     const p = page.page;
     let streamedChecked = false;
     let pendingChecked = false;
+    const approvalsChecked: string[] = [];
     let answerId = "";
     for (const step of replay.steps()) {
       await page.send(...step.messages);
@@ -83,6 +84,7 @@ describe("the chat webview in Chromium", { skip: SKIP, timeout: 60_000 }, () => 
         const streaming = p.locator(`.item[data-item-id="${answerId}"]`);
         assert.equal(await streaming.getAttribute("data-status"), "streaming");
         assert.equal(await streaming.locator("h2").textContent(), "What is here");
+        assert.equal(await streaming.locator("button[data-action=fork]").isDisabled(), true, "a running turn cannot be forked yet");
         // mark the node: after the answer is saved, the very same element must be on screen
         await streaming.evaluate((element) => ((element as unknown as { mark: string }).mark = "streamed"));
         await page.screenshot("chat-streaming");
@@ -101,8 +103,31 @@ describe("the chat webview in Chromium", { skip: SKIP, timeout: 60_000 }, () => 
         await page.screenshot("chat-pending");
         pendingChecked = true;
       }
+      // the runtime's approval events, as recorded: the prompt opens, the call waits, and when the
+      // answer comes the prompt closes and the call says who decided
+      for (const event of step.events) {
+        if (event.type === "approvalRequested") {
+          const card = p.locator(`.approval-card[data-item-id="${event.itemId}"]`);
+          assert.equal(await card.count(), 1, "the prompt is shown");
+          assert.equal(await card.locator(".tool-command").textContent(), `$ ${event.approval.command}`);
+          assert.equal(await card.locator(".approval-reason").textContent(), event.approval.reason);
+          assert.deepEqual(await card.locator(".approval-choices button").allTextContents(), ["Allow once", "Allow always", "Deny"]);
+          const call = p.locator(`.item-toolCall[data-item-id="${event.itemId}"]`);
+          assert.equal(await call.getAttribute("data-status"), "awaitingApproval");
+          assert.equal(await call.locator(".badge.status-awaitingApproval").textContent(), "waiting for approval");
+          await page.screenshot(approvalsChecked.length === 0 ? "chat-approval" : "chat-approval-deny");
+        }
+        if (event.type === "approvalResolved") {
+          assert.equal(await p.locator(`.approval-card[data-item-id="${event.itemId}"]`).count(), 0, "the prompt closed");
+          const note = p.locator(`.item-toolCall[data-item-id="${event.itemId}"] .approval-note`);
+          const expected = event.decision === "deny" ? "Denied by VS Code (this window)" : "Allowed once by VS Code (this window)";
+          assert.equal(await note.textContent(), expected);
+          approvalsChecked.push(event.decision);
+        }
+      }
     }
     assert.ok(streamedChecked && pendingChecked, "the fixture streamed the answer and queued an input");
+    assert.deepEqual(approvalsChecked, ["allowOnce", "deny"], "the fixture allowed one command and denied one");
 
     // the user's messages
     assert.deepEqual(await p.locator(".item-userMessage .bubble").allTextContents(), [
@@ -114,11 +139,16 @@ describe("the chat webview in Chromium", { skip: SKIP, timeout: 60_000 }, () => 
     assert.equal(await reasoning.count(), 1);
     assert.equal(await reasoning.evaluate((element) => (element as unknown as { open: boolean }).open), false);
     assert.match((await reasoning.locator(".reasoning-body").textContent()) ?? "", /I should list the files and say hi with the shell\./);
-    // the shell call with its command and output inside it
-    const shell = p.locator("details.item-toolCall", { has: p.locator(".tool-name", { hasText: "shell" }) });
+    // the shell call with its command, who allowed it, and the output inside it
+    const shell = p.locator("details.item-toolCall", { has: p.locator(".tool-summary", { hasText: "echo hi && ls" }) });
     assert.equal(await shell.locator(".tool-command").textContent(), "$ echo hi && ls");
+    assert.equal(await shell.locator(".approval-note.allowed").textContent(), "Allowed once by VS Code (this window)");
     assert.equal(await shell.locator(".tool-output").textContent(), "hi\ngreeting.txt\n[exit code 0]");
     assert.equal(await p.locator(".item-toolResult:not(.shown-in-call)").count(), 0, "results show inside their calls");
+    // the denied call: who denied it, and what the model read
+    const denied = p.locator("details.item-toolCall", { has: p.locator(".tool-summary", { hasText: "rm -rf build/" }) });
+    assert.equal(await denied.locator(".approval-note.denied").textContent(), "Denied by VS Code (this window)");
+    assert.match((await denied.locator(".tool-output.error").textContent()) ?? "", /the user denied this call .*Keep build\/, I still need it\./);
     // the edit as a diff
     const edit = p.locator("details.item-toolCall", { has: p.locator(".tool-name", { hasText: "edit" }) });
     assert.equal(await edit.locator(".diff-path").textContent(), "greeting.txt");
@@ -127,70 +157,180 @@ describe("the chat webview in Chromium", { skip: SKIP, timeout: 60_000 }, () => 
     // the final answer replaced the streamed one in place, rendered as markdown, inert
     const answer = p.locator(`.item[data-item-id="${answerId}"]`);
     assert.equal(await answer.getAttribute("data-status"), "completed");
+    assert.equal(await answer.locator("button[data-action=fork]").isEnabled(), true, "the turn ended: it can be forked");
     assert.equal(await answer.evaluate((element) => (element as unknown as { mark?: string }).mark), "streamed");
     assert.equal(await p.locator(`[data-item-id="${answerId}"]`).count(), 1);
     assert.deepEqual(await answer.locator("li").allTextContents(), ["It greets the world", "It is short"]);
     assert.equal(await answer.locator("pre code").textContent(), "echo hi\n");
     assert.equal(await p.locator(".md script, .md img, .md [onerror], .md a[href^=javascript]").count(), 0);
     assert.match((await answer.textContent()) ?? "", /<script>alert\(1\)<\/script>/, "markup shows as text");
-    // the turn is over: nothing queued, the composer sends again
+    // the turn is over: nothing queued or asked, the composer sends again
     assert.equal(await p.locator(".pending-row").count(), 0);
+    assert.equal(await p.locator(".approval-card").count(), 0);
     assert.equal(await p.locator("button[data-action=send]").textContent(), "Send");
+    // the sandbox state of the recorded server, in the header
+    const badge = p.locator(".conversation-header .sandbox-badge");
+    assert.equal(await badge.textContent(), "Sandboxed");
+    assert.match((await badge.getAttribute("title")) ?? "", /^Sandboxed: Shell commands run in a sandbox/);
     assert.deepEqual(page.violations, [], "the view runs under its Content-Security-Policy");
     assert.deepEqual(page.errors, []);
     await page.screenshot("chat-final");
   });
 
-  it("asks for approval with three buttons that post the answer, and closes the prompt when it is resolved", async () => {
+  it("answers approvals: allow once, allow always, deny with a message for the model; quiet when another window was first", async () => {
     await page.page.reload();
     await page.page.waitForFunction(() => (globalThis as unknown as { __posted: unknown[] }).__posted.length > 0);
     const fixture = loadFixture();
-    const replay = new Replay(fixture, [...fixture.server.methods, ...WITH_APPROVALS]);
+    const replay = new Replay(fixture);
     await page.send(...replay.opening());
     for (const step of replay.steps()) await page.send(...step.messages);
     const p = page.page;
-    // approvals are not in the recording (the server does not send them yet): PROTOCOL.md §3 shapes
     const ask = (itemId: string, command: string): HostMessage =>
       replay.apply([
         {
           type: "approvalRequested",
           itemId,
-          approval: { tool: "shell", arguments: { command }, reason: "shell asks before running commands", command, paths: ["build/"] },
+          approval: { tool: "shell", arguments: { command, workdir: "build" }, reason: "the agent's rule for shell: ask", command, paths: ["build"] },
         },
       ]);
+    const other = { kind: "client" as const, name: "VS Code", clientId: "vscode-another-window" };
+
+    // allow once and allow always post at once
     for (const [itemId, decision, label] of [
       ["call_a", "allowOnce", "Allow once"],
       ["call_b", "allowAlways", "Allow always"],
-      ["call_c", "deny", "Deny"],
     ] as const) {
-      await page.send(ask(itemId, `rm -rf build/${itemId}`));
+      await page.send(ask(itemId, `make ${itemId}`));
       const card = p.locator(`.approval-card[data-item-id="${itemId}"]`);
-      assert.deepEqual(await card.locator("button").allTextContents(), ["Allow once", "Allow always", "Deny"]);
-      assert.equal(await card.locator(".tool-command").textContent(), `$ rm -rf build/${itemId}`);
-      assert.equal(await card.locator(".approval-reason").textContent(), "shell asks before running commands");
-      if (itemId === "call_a") await page.screenshot("chat-approval");
+      assert.deepEqual(await card.locator(".approval-paths li").allTextContents(), ["build"]);
       await page.clearPosted();
       await card.getByRole("button", { name: label, exact: true }).click();
       assert.deepEqual(await page.posted(), [{ type: "approval", itemId, decision }]);
       assert.equal(await card.locator("button:enabled").count(), 0, "answered once");
-      // another window (or this one) answered: the runtime says so to every window
-      await page.send(replay.apply([{ type: "approvalResolved", itemId, decision, by: { kind: "client", name: "vscode" } }]));
+      await page.send(replay.apply([{ type: "approvalResolved", itemId, decision, by: { ...other, clientId: fixture.clientId! } }]));
       assert.equal(await card.count(), 0);
     }
+    // allow always is remembered by the conversation (conversationUpdated): the header says what
+    const allowed = p.locator(".conversation-header .always-allowed");
+    assert.equal(await allowed.isVisible(), false);
+    const alwaysAllowed = [{ tool: "shell", commandPrefix: "make", outsideSandbox: false }];
+    await page.send({ type: "conversation", conversation: { ...replay.conversation, alwaysAllowed } });
+    assert.equal(await allowed.textContent(), "1 always allowed");
+    assert.equal(
+      await allowed.getAttribute("title"),
+      'Allowed for the rest of this conversation, without asking:\nshell: commands starting with "make"',
+    );
+
+    // deny asks for an optional message first: Back returns, Enter sends it
+    await page.send(ask("call_c", "rm -rf build"));
+    const card = p.locator('.approval-card[data-item-id="call_c"]');
+    await page.clearPosted();
+    await card.getByRole("button", { name: "Deny", exact: true }).click();
+    const message = card.locator("textarea.deny-message");
+    assert.equal(await message.isVisible(), true);
+    await card.locator("button[data-decision=deny-cancel]").click();
+    assert.equal(await message.isVisible(), false);
+    assert.deepEqual(await page.posted(), [], "nothing is sent until the denial is confirmed");
+    await card.getByRole("button", { name: "Deny", exact: true }).click();
+    await message.fill("Not the build directory, please.");
+    await page.screenshot("chat-approval-deny-message");
+    await message.press("Enter");
+    assert.deepEqual(await page.posted(), [{ type: "approval", itemId: "call_c", decision: "deny", message: "Not the build directory, please." }]);
+
+    // another window answered first: said on the card, no error; then approvalResolved closes it
+    await page.send({ type: "approvalAnswer", itemId: "call_c", outcome: "late", message: "Another window answered first." });
+    assert.equal(await card.locator(".approval-status").textContent(), "Another window answered first.");
+    assert.equal(await p.locator(".notice").count(), 0, "no error notice");
+    await page.send(replay.apply([{ type: "approvalResolved", itemId: "call_c", decision: "allowOnce", by: other }]));
+    assert.equal(await card.count(), 0);
+
+    // a failed answer gives the buttons back
+    await page.send(ask("call_d", "make d"));
+    const retry = p.locator('.approval-card[data-item-id="call_d"]');
+    await retry.getByRole("button", { name: "Allow once", exact: true }).click();
+    await page.send({ type: "approvalAnswer", itemId: "call_d", outcome: "failed", message: "The openvaala runtime is not reachable" });
+    assert.equal(await retry.getByRole("button", { name: "Allow once", exact: true }).isEnabled(), true);
+    assert.equal(await retry.locator(".approval-status").textContent(), "The openvaala runtime is not reachable");
+
+    // a prompt of a call on screen: the call says who answered, from another window
+    const calls = replay.timeline.snapshot().items.filter((logged) => logged.item.type === "toolCall");
+    const lastCall = calls.at(-1)!.item;
+    await page.send(replay.apply([{ type: "approvalResolved", itemId: lastCall.id, decision: "allowAlways", by: other }]));
+    assert.equal(
+      await p.locator(`.item-toolCall[data-item-id="${lastCall.id}"] .approval-note`).textContent(),
+      "Allowed for this conversation by VS Code (another window)",
+    );
     // the actions the server advertises are offered
     await page.clearPosted();
     await p.locator(".item-assistantMessage").last().hover();
     await p.locator(".item-assistantMessage").last().locator("button[data-action=fork]").click();
     const fork = (await page.posted())[0];
-    assert.equal(fork?.type, "fork");
     assert.ok(fork?.type === "fork" && fork.turnId.startsWith("turn_"));
     assert.equal(await p.locator(".header-actions button[data-action=compact]").count(), 1);
+    assert.deepEqual(page.errors, []);
+  });
+
+  it("shows the sandbox state, and says when shell commands cannot be sandboxed", async () => {
+    await page.page.reload();
+    await page.page.waitForFunction(() => (globalThis as unknown as { __posted: unknown[] }).__posted.length > 0);
+    const replay = new Replay(loadFixture());
+    const [init] = replay.opening();
+    assert.ok(init?.type === "init" && init.connection.state === "ready");
+    const p = page.page;
+    const badge = p.locator(".list-toolbar .sandbox-badge");
+    await page.send(init);
+    assert.equal(await badge.textContent(), "Sandboxed");
+    assert.equal(await badge.getAttribute("data-sandbox"), "on");
+    const unusable = { ...init.connection, sandbox: { usable: false, reason: "bwrap: setting up uid map: Permission denied" } };
+    await page.send({ type: "connection", folder: "file:///ws", connection: unusable, actions: init.actions });
+    assert.equal(await badge.textContent(), "No sandbox");
+    assert.equal(await badge.getAttribute("data-sandbox"), "off");
+    assert.match((await badge.getAttribute("title")) ?? "", /cannot start here: bwrap: setting up uid map: Permission denied\. Shell commands ask/);
+    await page.clearPosted();
+    await badge.click();
+    assert.deepEqual(await page.posted(), [{ type: "command", command: "status" }]);
+    await page.send({ type: "connection", folder: "file:///ws", connection: { state: "reconnecting", message: "openvaala-lsp stopped; restarting…" }, actions: [] });
+    assert.equal(await badge.isVisible(), false, "no claim while not connected");
+  });
+
+  it("keeps the newest content in view, also when a prompt takes room, until the user scrolls up", async () => {
+    await page.page.reload();
+    await page.page.waitForFunction(() => (globalThis as unknown as { __posted: unknown[] }).__posted.length > 0);
+    const replay = new Replay(loadFixture());
+    await page.send(...replay.opening());
+    for (const step of replay.steps()) await page.send(...step.messages);
+    const p = page.page;
+    const distance = () =>
+      p.evaluate(() => {
+        const timeline = document.querySelector(".timeline") as HTMLElement;
+        return timeline.scrollHeight - timeline.scrollTop - timeline.clientHeight;
+      });
+    const settled = () => page.screenshot("chat-scroll"); // waits for the view's animation frames
+    await settled();
+    assert.ok((await distance()) < 2, "at the bottom after the run");
+    const ask = (itemId: string) =>
+      replay.apply([{ type: "approvalRequested", itemId, approval: { tool: "shell", arguments: { command: "make" }, command: "make" } }]);
+    await page.send(ask("call_room"));
+    await settled();
+    assert.ok((await distance()) < 2, "still at the bottom when the prompt took room from the timeline");
+    // the user scrolls up to read: new content no longer pulls the view down
+    await p.locator(".timeline").hover();
+    await p.mouse.wheel(0, -400);
+    await p.waitForFunction(() => {
+      const timeline = document.querySelector(".timeline") as HTMLElement;
+      return timeline.scrollHeight - timeline.scrollTop - timeline.clientHeight > 300;
+    });
+    await page.send(replay.apply([{ type: "approvalResolved", itemId: "call_room", decision: "deny", by: { kind: "user" } }]), ask("call_more"));
+    await settled();
+    assert.ok((await distance()) > 300, "the view stays where the user scrolled");
   });
 
   it("hides what the server does not answer", async () => {
     await page.page.reload();
     await page.page.waitForFunction(() => (globalThis as unknown as { __posted: unknown[] }).__posted.length > 0);
-    const replay = new Replay(loadFixture()); // the recorded server: no fork, compact or approvals
+    const fixture = loadFixture();
+    // a server without fork, compact or approvals (older than protocol 0.3)
+    const replay = new Replay(fixture, OPTIONAL_METHODS.filter((method) => !NEWER.includes(method)));
     await page.send(...replay.opening());
     for (const step of replay.steps()) await page.send(...step.messages);
     const p = page.page;
@@ -266,7 +406,7 @@ describe("the chat webview in Chromium", { skip: SKIP, timeout: 60_000 }, () => 
       model: { model: { provider: "fake", name: "fake-model" } },
       parentSessionId: replay.fixture.sessionId,
     };
-    const empty = { items: [], streaming: [], pending: [], approvals: [], status: { state: "running" as const }, hasEarlier: false, errors: [] };
+    const empty = { items: [], streaming: [], pending: [], approvals: [], outcomes: [], status: { state: "running" as const }, hasEarlier: false, errors: [] };
     await page.send({ type: "session", session: child, anchor: shellCall.ordinal, snapshot: empty });
     const found: Item = { ...shellCall.item, id: "item_child_1", sessionId: "sess_child", type: "assistantMessage", content: [{ type: "text", text: "The reviewer found **nothing** to fix." }] };
     await page.send({ type: "ops", sessionId: "sess_child", ops: [{ op: "saved", ordinal: 100, item: found }] });

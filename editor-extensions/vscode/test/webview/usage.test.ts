@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { UsageRow } from "../../src/usage/usageData";
 import { sinceDay } from "../../src/usage/usageData";
-import { WebviewPage, missingBrowser } from "../support/webviewPage";
+import { WebviewPage } from "../support/webviewPage";
 
 function row(day: string, model: string, total: number): UsageRow {
   return {
@@ -21,7 +21,7 @@ function row(day: string, model: string, total: number): UsageRow {
   };
 }
 
-describe("the usage panel in Chromium", { skip: missingBrowser(), timeout: 30_000 }, () => {
+describe("the usage panel in Chromium", { timeout: 30_000 }, () => {
   let page: WebviewPage;
   before(async () => {
     page = await WebviewPage.open("usage", { width: 900, height: 560 });

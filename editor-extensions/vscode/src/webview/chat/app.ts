@@ -8,9 +8,12 @@ import { Composer } from "./composer";
 import { ConversationHeader } from "./header";
 import { ListView } from "./listView";
 import { ApprovalPanel, PendingPanel } from "./panels";
+import { SandboxBadge } from "./sandboxBadge";
+import { markRunningTurn } from "./itemView";
 import { SessionView } from "./sessionView";
 
 const BOTTOM_SLACK = 40; // px: "at the bottom" for auto-scrolling
+const USER_SCROLL_MS = 1000; // a scroll this soon after the user's wheel, touch, key or pointer is theirs
 
 export class ChatApp {
   private readonly root: HTMLElement;
@@ -31,6 +34,9 @@ export class ChatApp {
   private conversation: Conversation | undefined;
   private stickToBottom = true;
   private running = false;
+  private clientId: string | undefined;
+  private activeTurnId: string | undefined;
+  private readonly sandboxBadges: SandboxBadge[];
 
   constructor(
     root: HTMLElement,
@@ -41,14 +47,24 @@ export class ChatApp {
     this.banner = h("div", { class: "banner", hidden: true, role: "status" });
     this.folderSelect = h("select", { class: "folder-select", hidden: true, "aria-label": "Workspace folder" });
     this.folderSelect.addEventListener("change", () => this.post({ type: "selectFolder", folder: this.folderSelect.value }));
-    this.list = new ListView(post, supports);
-    this.header = new ConversationHeader(post, supports);
+    this.sandboxBadges = [new SandboxBadge(post), new SandboxBadge(post)];
+    this.list = new ListView(post, supports, this.sandboxBadges[0]!.element);
+    this.header = new ConversationHeader(post, supports, this.sandboxBadges[1]!.element);
     this.timeline = h("div", { class: "timeline", role: "log", "aria-live": "polite" });
+    // Following the bottom stops only when the user scrolls away from it (wheel, touch, keys, the
+    // scroll bar), not when the browser moves it because a prompt took room or content was laid out.
+    let userScrolled = 0;
+    const byUser = () => (userScrolled = Date.now());
+    for (const type of ["wheel", "touchmove", "keydown", "pointerdown"]) this.timeline.addEventListener(type, byUser, { passive: true });
     this.timeline.addEventListener("scroll", () => {
-      const distance = this.timeline.scrollHeight - this.timeline.scrollTop - this.timeline.clientHeight;
-      this.stickToBottom = distance < BOTTOM_SLACK;
+      const { scrollHeight, scrollTop, clientHeight } = this.timeline;
+      if (scrollHeight - scrollTop - clientHeight < BOTTOM_SLACK) this.stickToBottom = true;
+      else if (Date.now() - userScrolled < USER_SCROLL_MS) this.stickToBottom = false;
     });
     this.timeline.addEventListener("click", (event) => this.onLinkClick(event));
+    // stay at the bottom when prompts and queued inputs take room from the timeline (content that
+    // grows by itself, e.g. a fold the user opens, does not move the view)
+    new ResizeObserver(() => this.keepAtBottom()).observe(this.timeline);
     this.notices = h("div", { class: "notices" });
     this.pending = new PendingPanel(post, supports);
     this.approvals = new ApprovalPanel(post, supports);
@@ -130,6 +146,10 @@ export class ChatApp {
       case "composer":
         this.composer.restore(message.text);
         return;
+      case "approvalAnswer":
+        this.approvals.answered(message.itemId, message.outcome, message.message);
+        if (message.outcome === "gone") setTimeout(() => this.approvals.remove(message.itemId), 4000);
+        return;
       case "notice":
         this.notice(message.level, message.message, message.fix);
         return;
@@ -153,6 +173,8 @@ export class ChatApp {
   }
 
   private showConnection(status: ConnectionStatus): void {
+    if (status.state === "ready") this.clientId = status.clientId;
+    for (const badge of this.sandboxBadges) badge.show(status.state === "ready" ? status.sandbox : undefined, status.state === "ready");
     clear(this.banner);
     if (status.state === "ready" || status.state === "starting") {
       this.banner.hidden = status.state === "ready";
@@ -212,7 +234,12 @@ export class ChatApp {
       const parent = session.parentSessionId ? this.sessions.get(session.parentSessionId) : undefined;
       view = new SessionView(
         session,
-        { post: this.post, supports: (method) => this.actions.has(method) },
+        {
+          post: this.post,
+          supports: (method) => this.actions.has(method),
+          clientId: () => this.clientId,
+          activeTurnId: () => this.activeTurnId,
+        },
         { other: (op) => this.onSessionOp(session.id, op), grew: () => this.keepAtBottom() },
         parent !== undefined,
       );
@@ -231,6 +258,7 @@ export class ChatApp {
       this.approvals.reset(snapshot.approvals);
       this.header.setSessionModel(session.model.model);
       this.header.setContext(snapshot.status.context);
+      this.setActiveTurn(snapshot.status.activeTurnId);
       this.updateRunning(snapshot.status.state === "running" || snapshot.status.state === "compacting");
     } else {
       for (const approval of snapshot.approvals) this.approvals.add(approval);
@@ -263,6 +291,7 @@ export class ChatApp {
       case "status":
         if (!main) return;
         this.header.setContext(op.status.context);
+        this.setActiveTurn(op.status.activeTurnId);
         this.updateRunning(op.status.state === "running" || op.status.state === "compacting", op.status.compacting === true);
         return;
       case "turn":
@@ -281,6 +310,12 @@ export class ChatApp {
       default:
         return;
     }
+  }
+
+  private setActiveTurn(turnId: string | undefined): void {
+    if (turnId === this.activeTurnId) return;
+    this.activeTurnId = turnId;
+    markRunningTurn(this.timeline, turnId);
   }
 
   private updateRunning(running: boolean, compacting = false): void {

@@ -1,5 +1,5 @@
 // The open conversation's header: title (rename), actions, the session's model and its context use.
-import type { ContextUsage, Conversation, ModelDefinition, ModelRef, SessionContextUsage } from "../../protocol/generated";
+import type { AlwaysAllowed, ContextUsage, Conversation, ModelDefinition, ModelRef, SessionContextUsage } from "../../protocol/generated";
 import { modelKey, type ViewMessage } from "../../shared/messages";
 import { clear, formatTokens, h, icon } from "../dom";
 
@@ -13,6 +13,7 @@ export class ConversationHeader {
   private readonly meterThreshold: HTMLElement;
   private readonly meterLabel: HTMLElement;
   private readonly state: HTMLElement;
+  private readonly allowed: HTMLElement;
   private conversation: Conversation | undefined;
   private sessionId = "";
   private models: ModelDefinition[] = [];
@@ -23,6 +24,7 @@ export class ConversationHeader {
   constructor(
     private readonly post: (message: ViewMessage) => void,
     private readonly supports: (method: string) => boolean,
+    sandboxBadge: HTMLElement,
   ) {
     this.title = h("button", { class: "conversation-heading", title: "Rename" });
     this.title.addEventListener("click", () => {
@@ -39,6 +41,7 @@ export class ConversationHeader {
     this.meterLabel = h("span", { class: "meter-label" });
     this.meter = h("div", { class: "context-meter", title: "Context window use" }, h("span", { class: "meter-bar" }, this.meterFill, this.meterThreshold), this.meterLabel);
     this.state = h("span", { class: "session-state" });
+    this.allowed = h("span", { class: "always-allowed", hidden: true, tabindex: 0 });
     this.element = h(
       "header",
       { class: "conversation-header" },
@@ -49,7 +52,7 @@ export class ConversationHeader {
         this.title,
         this.actions,
       ),
-      h("div", { class: "header-row meta" }, this.model, this.meter, this.state),
+      h("div", { class: "header-row meta" }, this.model, this.meter, this.allowed, this.state, sandboxBadge),
     );
   }
 
@@ -58,6 +61,20 @@ export class ConversationHeader {
     this.sessionId = sessionId;
     this.title.textContent = conversation.title || "Untitled conversation";
     this.renderActions();
+    this.renderAllowed(conversation.alwaysAllowed ?? []);
+  }
+
+  /** What the user allowed for the rest of the conversation (`allowAlways` answers). */
+  private renderAllowed(rules: AlwaysAllowed[]): void {
+    clear(this.allowed);
+    this.allowed.hidden = rules.length === 0;
+    if (rules.length === 0) return;
+    const describe = (rule: AlwaysAllowed) =>
+      `${rule.tool}: ${rule.commandPrefix ? `commands starting with "${rule.commandPrefix}"` : "every call"}` +
+      (rule.outsideSandbox ? ", also outside the sandbox" : "");
+    this.allowed.title = `Allowed for the rest of this conversation, without asking:\n${rules.map(describe).join("\n")}`;
+    this.allowed.setAttribute("aria-label", this.allowed.title);
+    this.allowed.append(icon("check-all"), h("span", {}, `${rules.length} always allowed`));
   }
 
   private renderActions(): void {

@@ -10,6 +10,22 @@ import { StreamingMarkdown } from "./streamingMarkdown";
 export interface ViewContext {
   post(message: ViewMessage): void;
   supports(method: string): boolean;
+  /** This window's clientId, to tell its own answers from another window's. */
+  clientId(): string | undefined;
+  /** The main session's running turn: it cannot be forked until it ends. */
+  activeTurnId(): string | undefined;
+}
+
+const FORK_TITLE = "Fork: a new conversation with the history up to this turn";
+const FORK_RUNNING_TITLE = "Fork after this turn once it has ended";
+
+/** Enables the fork buttons of every turn but the running one. */
+export function markRunningTurn(root: ParentNode, turnId: string | undefined): void {
+  for (const button of Array.from(root.querySelectorAll<HTMLButtonElement>("button[data-action=fork]"))) {
+    const running = turnId !== undefined && button.dataset.turnId === turnId;
+    button.disabled = running;
+    button.title = running ? FORK_RUNNING_TITLE : FORK_TITLE;
+  }
 }
 
 export function textOf(content: Content[] | undefined): string {
@@ -63,11 +79,19 @@ export function renderDiff(path: string | undefined, before: string, after: stri
   return h("div", { class: "diff" }, path ? h("div", { class: "diff-path" }, path) : null, ...rows);
 }
 
+/** How an approval of this tool call ended, in words ("Allowed once by VS Code (this window)"). */
+export interface ApprovalNote {
+  decision: "allowOnce" | "allowAlways" | "deny";
+  text: string;
+}
+
 export class ItemView {
   private root: HTMLElement;
   private markdown: StreamingMarkdown | undefined;
   private rawArguments: Text | undefined;
   private resultSlot: HTMLElement | undefined;
+  private noteSlot: HTMLElement | undefined;
+  private note: ApprovalNote | undefined;
   private current: Item;
 
   constructor(
@@ -113,9 +137,32 @@ export class ItemView {
   }
 
   appendDelta(delta: string): void {
-    if (this.markdown) this.markdown.append(delta);
-    else if (this.rawArguments) this.rawArguments.appendData(delta);
-    if (this.current.type === "toolCall" && this.current.toolCall) this.current.toolCall.arguments += delta;
+    if (this.markdown) {
+      this.markdown.append(delta);
+      return;
+    }
+    const call = this.current.toolCall;
+    if (this.current.type !== "toolCall" || !call) return;
+    call.arguments += delta;
+    if (this.rawArguments) this.rawArguments.appendData(delta);
+    else this.update(this.current); // drawn as a finished call already: draw it again with the new text
+  }
+
+  /** Says how this call's approval ended and who decided (kept when the item is drawn again). */
+  setApproval(note: ApprovalNote): void {
+    this.note = note;
+    this.renderNote();
+  }
+
+  private renderNote(): void {
+    const slot = this.noteSlot;
+    if (!slot) return;
+    clear(slot);
+    slot.hidden = this.note === undefined;
+    if (!this.note) return;
+    const denied = this.note.decision === "deny";
+    slot.className = `approval-note ${denied ? "denied" : "allowed"}`;
+    append(slot, icon(denied ? "circle-slash" : "pass"), h("span", {}, this.note.text));
   }
 
   /** Renders pending deltas now (used before measuring or taking a screenshot). */
@@ -156,13 +203,16 @@ export class ItemView {
     }
     if (item.turnId && item.type === "assistantMessage" && this.context.supports("openvaala/forkConversation")) {
       const turnId = item.turnId;
+      const running = this.context.activeTurnId() === turnId;
       buttons.push(
         h(
           "button",
           {
             class: "icon-button",
-            title: "Fork: a new conversation with the history up to this turn",
+            title: running ? FORK_RUNNING_TITLE : FORK_TITLE,
+            disabled: running,
             "data-action": "fork",
+            "data-turn-id": turnId,
             onclick: () => this.context.post({ type: "fork", turnId }),
           },
           icon("repo-forked"),
@@ -183,6 +233,7 @@ export class ItemView {
     this.markdown = undefined;
     this.rawArguments = undefined;
     this.resultSlot = undefined;
+    this.noteSlot = undefined;
     switch (item.type) {
       case "userMessage":
         this.renderUser(fresh, item);
@@ -239,7 +290,10 @@ export class ItemView {
   private renderToolCall(element: HTMLDetailsElement, item: Item): void {
     const call = item.toolCall ?? { name: "tool", arguments: "", callId: "" };
     const presentation = presentTool(call.name, call.arguments);
-    element.open = item.status === "streaming" || presentation.kind === "edit" || presentation.kind === "write";
+    // arguments still streaming in (not yet JSON) show as they come; whole ones as the tool reads
+    const argumentsStreaming = item.status === "streaming" && parseToolArguments(call.arguments) === undefined;
+    element.open =
+      item.status === "streaming" || item.status === "awaitingApproval" || presentation.kind === "edit" || presentation.kind === "write";
     append(
       element,
       h(
@@ -248,11 +302,12 @@ export class ItemView {
         h("span", { class: `tool-icon tool-${presentation.kind}` }, icon(TOOL_ICONS[presentation.kind] ?? "tools")),
         h("span", { class: "tool-name" }, call.name),
         h("span", { class: "tool-summary" }, presentation.summary),
+        presentation.outsideSandbox ? h("span", { class: "badge outside-sandbox", title: "asks to run outside the sandbox" }, "unsandboxed") : null,
         h("span", { class: "status-slot" }, statusBadge(item.status)),
       ),
     );
     const body = h("div", { class: "tool-body" });
-    if (item.status === "streaming") {
+    if (argumentsStreaming) {
       this.rawArguments = document.createTextNode(call.arguments);
       append(body, h("pre", { class: "tool-args streaming" }, this.rawArguments));
     } else if (presentation.kind === "shell") {
@@ -262,9 +317,11 @@ export class ItemView {
     } else {
       append(body, h("pre", { class: "tool-args" }, prettyJson(call.arguments)));
     }
+    this.noteSlot = h("div", { class: "approval-note", hidden: true, role: "note" });
     this.resultSlot = h("div", { class: "tool-result" });
-    append(body, this.resultSlot);
+    append(body, this.noteSlot, this.resultSlot);
     append(element, body);
+    this.renderNote();
   }
 }
 

@@ -17,6 +17,7 @@ export class ListView {
   constructor(
     private readonly post: (message: ViewMessage) => void,
     private readonly supports: (method: string) => boolean,
+    sandboxBadge: HTMLElement,
   ) {
     this.search = h("input", { class: "search", type: "search", placeholder: "Search conversations", "aria-label": "Search conversations" });
     this.search.addEventListener("input", () => {
@@ -38,6 +39,7 @@ export class ListView {
         { class: "list-toolbar" },
         this.search,
         h("label", { class: "archived-label", title: "Show archived conversations" }, this.archived, "Archived"),
+        sandboxBadge,
         h("button", { class: "primary", "data-action": "new", title: "New conversation", onclick: () => this.post({ type: "create" }) }, icon("add"), " New"),
       ),
       this.entries,

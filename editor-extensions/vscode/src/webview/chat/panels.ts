@@ -72,6 +72,10 @@ function describeArguments(value: unknown): string {
   }
 }
 
+type Decision = "allowOnce" | "allowAlways" | "deny";
+
+/** Approval prompts of the open conversation (its sub-agent sessions included). A prompt closes in
+ * every window as soon as one answers (`approvalResolved`), and from a snapshot when it is over. */
 export class ApprovalPanel {
   readonly element: HTMLElement;
   private readonly cards = new Map<string, HTMLElement>();
@@ -89,33 +93,107 @@ export class ApprovalPanel {
     for (const approval of approvals) this.add(approval);
   }
 
+  has(itemId: string): boolean {
+    return this.cards.has(itemId);
+  }
+
   add({ itemId, approval }: Approval): void {
-    this.cards.get(itemId)?.remove();
+    if (this.cards.has(itemId)) return; // the same prompt again (a snapshot after the event): keep its state
     const answerable = this.supports("openvaala/answerApproval");
-    const answer = (decision: "allowOnce" | "allowAlways" | "deny") => () => {
-      for (const button of Array.from(card.querySelectorAll("button"))) button.disabled = true;
-      this.post({ type: "approval", itemId, decision });
+    const status = h("div", { class: "approval-status muted", role: "status" });
+    const buttons = h("div", { class: "approval-buttons approval-choices" });
+    const setButtons = (enabled: boolean) => {
+      for (const button of Array.from(card.querySelectorAll("button"))) button.disabled = !enabled;
     };
+    const send = (decision: Decision, message?: string) => {
+      setButtons(false);
+      status.textContent = "Sending your answer…";
+      this.post({ type: "approval", itemId, decision, ...(message ? { message } : {}) });
+    };
+
+    // Deny first asks what to tell the model instead (optional): Enter denies, Escape goes back.
+    const reasonInput = h("textarea", {
+      class: "deny-message",
+      rows: 2,
+      placeholder: "Tell the model why, or what to do instead (optional)",
+      "aria-label": "Message for the model",
+    });
+    const denyForm = h(
+      "div",
+      { class: "deny-form", hidden: true },
+      reasonInput,
+      h(
+        "div",
+        { class: "approval-buttons" },
+        h("button", { class: "danger", "data-decision": "deny-confirm", disabled: !answerable, onclick: () => send("deny", reasonInput.value.trim()) }, "Deny"),
+        h("button", { "data-decision": "deny-cancel", disabled: !answerable, onclick: () => showButtons() }, "Back"),
+      ),
+    );
+    const showButtons = () => {
+      denyForm.hidden = true;
+      buttons.hidden = false;
+    };
+    reasonInput.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        send("deny", reasonInput.value.trim());
+      } else if (event.key === "Escape") {
+        event.preventDefault();
+        showButtons();
+      }
+    });
+    const allowAlwaysTitle = approval.command
+      ? "Allow this command (its program and subcommand) for the rest of the conversation"
+      : "Allow this tool for the rest of the conversation";
+    buttons.append(
+      h("button", { class: "primary", "data-decision": "allowOnce", disabled: !answerable, onclick: () => send("allowOnce") }, "Allow once"),
+      h("button", { "data-decision": "allowAlways", disabled: !answerable, title: allowAlwaysTitle, onclick: () => send("allowAlways") }, "Allow always"),
+      h(
+        "button",
+        {
+          class: "danger",
+          "data-decision": "deny",
+          disabled: !answerable,
+          title: "Refuse this call; you may tell the model why",
+          onclick: () => {
+            buttons.hidden = true;
+            denyForm.hidden = false;
+            reasonInput.focus();
+          },
+        },
+        "Deny",
+      ),
+    );
     const card = h(
       "div",
-      { class: "approval-card", "data-item-id": itemId, role: "alertdialog", "aria-label": `Approve ${approval.tool}?` },
+      { class: "approval-card", "data-item-id": itemId, role: "alertdialog", "aria-label": `Allow ${approval.tool}?` },
       h("div", { class: "approval-title" }, "Allow ", h("code", {}, approval.tool), "?"),
       approval.reason ? h("div", { class: "approval-reason" }, approval.reason) : null,
       approval.command ? h("pre", { class: "tool-command" }, h("span", { class: "prompt" }, "$ "), approval.command) : null,
       approval.paths && approval.paths.length ? h("ul", { class: "approval-paths" }, ...approval.paths.map((path) => h("li", {}, path))) : null,
       approval.command ? null : h("details", {}, h("summary", {}, "Arguments"), h("pre", { class: "tool-args" }, describeArguments(approval.arguments))),
-      h(
-        "div",
-        { class: "approval-buttons" },
-        h("button", { class: "primary", "data-decision": "allowOnce", disabled: !answerable, onclick: answer("allowOnce") }, "Allow once"),
-        h("button", { "data-decision": "allowAlways", disabled: !answerable, title: approval.command ? "Allow this command prefix for the rest of the conversation" : "Allow this tool for the rest of the conversation", onclick: answer("allowAlways") }, "Allow always"),
-        h("button", { class: "danger", "data-decision": "deny", disabled: !answerable, onclick: answer("deny") }, "Deny"),
-      ),
+      buttons,
+      denyForm,
+      status,
       answerable ? null : h("div", { class: "muted" }, "This server cannot take answers yet (no openvaala/answerApproval)."),
     );
     this.cards.set(itemId, card);
     this.element.append(card);
     this.element.hidden = false;
+  }
+
+  /** What became of this window's answer when it did not count (another window was first, the
+   * prompt is gone) or failed (the buttons come back so it can be sent again). */
+  answered(itemId: string, outcome: "late" | "gone" | "failed", message: string): void {
+    const card = this.cards.get(itemId);
+    if (!card) return; // already closed by approvalResolved: nothing to say
+    const status = card.querySelector(".approval-status");
+    if (status) status.textContent = message;
+    if (outcome === "failed") {
+      for (const button of Array.from(card.querySelectorAll("button"))) button.disabled = false;
+      return;
+    }
+    card.classList.add("answered-elsewhere");
   }
 
   remove(itemId: string): void {

@@ -1,7 +1,8 @@
 // A session's timeline on screen: items in ordinal order, streamed items after them, tool results
 // inside their calls, sub-agent sessions nested where they started. Applies TimelineOps one by one.
 import type { Item, LoggedItem, Session } from "../../protocol/generated";
-import type { TimelineOp, TimelineSnapshot } from "../../client/timeline";
+import type { ApprovalOutcome, TimelineOp, TimelineSnapshot } from "../../client/timeline";
+import { describeDecision } from "../../shared/approvals";
 import { h } from "../dom";
 import { ItemView, type ViewContext } from "./itemView";
 
@@ -22,6 +23,7 @@ export class SessionView {
   private readonly calls = new Map<string, ItemView>(); // tool call views by callId
   private readonly results = new Map<string, Item>(); // results whose call is not on screen yet, by callId
   private readonly children = new Map<string, SessionView>();
+  private readonly outcomes = new Map<string, ApprovalOutcome>(); // how approvals ended, by item id
 
   constructor(
     readonly session: Session,
@@ -59,6 +61,7 @@ export class SessionView {
     this.views.clear();
     this.calls.clear();
     this.results.clear();
+    for (const outcome of snapshot.outcomes) this.outcomes.set(outcome.itemId, outcome);
     const fragment = document.createDocumentFragment();
     for (const logged of snapshot.items) fragment.append(this.createSaved(logged));
     for (const streamed of snapshot.streaming) fragment.append(this.createStreaming(streamed.item));
@@ -97,6 +100,13 @@ export class SessionView {
       }
       case "earlier":
         this.prepend(op.items, op.hasEarlier);
+        return;
+      case "approvalClosed":
+        if (op.outcome) {
+          this.outcomes.set(op.itemId, op.outcome);
+          this.showOutcome(this.views.get(op.itemId));
+        }
+        this.events.other(op);
         return;
       default:
         this.events.other(op);
@@ -165,7 +175,14 @@ export class SessionView {
     const view = new ItemView(item, this.context);
     this.views.set(item.id, view);
     this.linkResult(view);
+    this.showOutcome(view);
     return view;
+  }
+
+  private showOutcome(view: ItemView | undefined): void {
+    const outcome = view ? this.outcomes.get(view.item.id) : undefined;
+    if (!view || !outcome) return;
+    view.setApproval({ decision: outcome.decision, text: describeDecision(outcome.decision, outcome.by, this.context.clientId()) });
   }
 
   /** Tool calls show their result; a result shows itself only when its call is not on screen. */
