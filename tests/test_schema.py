@@ -222,6 +222,7 @@ SESSION_EVENTS: list[Any] = [
     ),
     events.ApprovalRequested(
         item_id="item_2",
+        session_id="sess_1",
         approval=api.ApprovalRequest(
             tool="shell",
             arguments={"command": "curl -s example.org", "outside_sandbox": True},
@@ -231,6 +232,7 @@ SESSION_EVENTS: list[Any] = [
     ),
     events.ApprovalResolved(
         item_id="item_2",
+        session_id="sess_1",
         decision=api.ApprovalDecision.ALLOW_ONCE,
         by=model.Address(kind=model.AddressKind.CLIENT, name="vscode"),
     ),

@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 
-from openvaala_lsp.definitions import ModelDefinition
+from openvaala_lsp.definitions import ModelDefinition, Permissions, Sandbox
 from openvaala_lsp.mcp.model import ClientMCPServer, MCPServerInfo
 from openvaala_lsp.model import (
     Address,
@@ -216,6 +216,15 @@ class ApprovalRequest:
     paths: list[str] | None = None
 
 
+@attrs.define(kw_only=True)
+class PendingApproval:
+    """A tool call waiting for `answerApproval`: its item, the session it belongs to, the request."""
+
+    item_id: ItemId
+    session_id: SessionId
+    approval: ApprovalRequest
+
+
 class ApprovalDecision(enum.StrEnum):
     ALLOW_ONCE = "allowOnce"
     ALLOW_ALWAYS = "allowAlways"
@@ -381,6 +390,8 @@ class SubscribeSessionResult:
     last_saved_ordinal: Ordinal
     pending_inputs: list[PendingInputInfo]
     streaming_items: list[StreamingItem]
+    # the approvals waiting now, of this session and of its sub-agents' sessions
+    pending_approvals: list[PendingApproval] = attrs.Factory(list)
 
 
 @attrs.define(kw_only=True)
@@ -432,6 +443,8 @@ class AgentInfo:
     name: str
     description: str = ""
     default_model: ModelRef | None = None
+    permissions: Permissions | None = None  # as defined; absent: the runtime's defaults
+    sandbox: Sandbox | None = None  # as defined; absent: workspace-write without network
 
 
 @attrs.define(kw_only=True)

@@ -15,6 +15,7 @@ from openvaala_lsp.model import (
     ItemId,
     Ordinal,
     Session,
+    SessionId,
     SessionRuntimeInfo,
     SessionState,
     TokenUsage,
@@ -161,6 +162,7 @@ class ApprovalRequested:
 
     type: Literal["approvalRequested"] = "approvalRequested"
     item_id: ItemId
+    session_id: SessionId  # this session's, or a sub-agent session's (whose item it is)
     approval: ApprovalRequest
 
 
@@ -170,6 +172,7 @@ class ApprovalResolved:
 
     type: Literal["approvalResolved"] = "approvalResolved"
     item_id: ItemId
+    session_id: SessionId
     decision: ApprovalDecision
     by: Address
 

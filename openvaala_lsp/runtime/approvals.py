@@ -1,10 +1,12 @@
 """Asking the user: the approvals a session's tool calls wait for, and their answers.
 
-A call that asks is announced (`approvalRequested`) to every subscriber of its session and waits for
-the first `answerApproval`; everyone then hears `approvalResolved` with who decided. Only clients that
-declared `approvals` at initialization can answer: while none of them subscribes to the session an
-ask is refused at once, and a pending one is refused when the last of them leaves, so a turn never
-hangs on a question nobody can see. Interrupting the turn cancels the question.
+A call that asks is announced (`approvalRequested`) to every subscriber of its session, and of the
+sessions above it for a sub-agent's (it asks within milliseconds of starting, before any editor could
+subscribe to it), and waits for the first `answerApproval`; everyone then hears `approvalResolved`
+with who decided. Only clients that declared `approvals` at initialization can answer: while none of
+them subscribes to the session (or one above it) an ask is refused at once, and a pending one is
+refused when the last of them leaves, so a turn never hangs on a question nobody can see.
+Interrupting the turn cancels the question.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import attrs
 
 from openvaala_lsp.model import Address, AddressKind, ItemId, SessionId
 from openvaala_lsp.protocol import events
-from openvaala_lsp.protocol.api import ApprovalDecision, ApprovalRequest
+from openvaala_lsp.protocol.api import ApprovalDecision, ApprovalRequest, PendingApproval
 from openvaala_lsp.protocol.errors import InvalidState, NotFound
 
 REMEMBERED_ANSWERS = 1000  # answered item ids kept to tell "already answered" from "unknown"
@@ -39,10 +41,12 @@ class Answer:
 
 class Approvals:
     def __init__(self, session_id: SessionId, publish: Callable[[Any], None], can_answer: Callable[[], bool]) -> None:
+        self.session_id = session_id
         self._session = Address(kind=AddressKind.SESSION, session_id=session_id)
-        self._publish = publish
+        self._publish = publish  # to the session's subscribers and those of the sessions above it
         self._can_answer = can_answer  # whether a subscriber that declared `approvals` is there
         self._pending: dict[ItemId, asyncio.Future[Answer]] = {}
+        self._requests: dict[ItemId, ApprovalRequest] = {}
         self._answered: collections.OrderedDict[ItemId, None] = collections.OrderedDict()
 
     @property
@@ -52,6 +56,13 @@ class Approvals:
     def has(self, item_id: ItemId) -> bool:
         return item_id in self._pending or item_id in self._answered
 
+    def waiting(self) -> list[PendingApproval]:
+        """What is asked now, for a subscriber's snapshot."""
+        return [
+            PendingApproval(item_id=item_id, session_id=self.session_id, approval=request)
+            for item_id, request in self._requests.items()
+        ]
+
     async def ask(self, item_id: ItemId, request: ApprovalRequest) -> Answer:
         """The user's answer; a refusal at once when nobody can answer. Cancelled (the turn was
         interrupted), the question is withdrawn as denied by the user."""
@@ -59,7 +70,8 @@ class Approvals:
             return Answer(ApprovalDecision.DENY, self._session, NOBODY_TO_ASK)
         answer: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self._pending[item_id] = answer
-        self._publish(events.ApprovalRequested(item_id=item_id, approval=request))
+        self._requests[item_id] = request
+        self._publish(events.ApprovalRequested(item_id=item_id, session_id=self.session_id, approval=request))
         try:
             return await answer
         except asyncio.CancelledError:
@@ -67,6 +79,7 @@ class Approvals:
             raise
         finally:
             self._pending.pop(item_id, None)
+            self._requests.pop(item_id, None)
 
     def answer(self, item_id: ItemId, answer: Answer) -> None:
         """The first answer wins; a later one is `invalidState`, one for no question `notFound`."""
@@ -84,11 +97,15 @@ class Approvals:
 
     def _resolve(self, item_id: ItemId, answer: Answer) -> None:
         waiting = self._pending.pop(item_id, None)
+        self._requests.pop(item_id, None)
         if waiting is None or item_id in self._answered:
             return
         self._answered[item_id] = None
         if len(self._answered) > REMEMBERED_ANSWERS:
             self._answered.popitem(last=False)
-        self._publish(events.ApprovalResolved(item_id=item_id, decision=answer.decision, by=answer.by))
+        event = events.ApprovalResolved(
+            item_id=item_id, session_id=self.session_id, decision=answer.decision, by=answer.by
+        )
+        self._publish(event)
         if not waiting.done():
             waiting.set_result(answer)

@@ -31,7 +31,13 @@ def find_agent(definitions: Definitions, name: str) -> AgentDefinition:
 
 def agent_infos(definitions: Definitions) -> list[api.AgentInfo]:
     return [
-        api.AgentInfo(name=a.name, description=a.description or "", default_model=a.default_model)
+        api.AgentInfo(
+            name=a.name,
+            description=a.description or "",
+            default_model=a.default_model,
+            permissions=a.permissions,
+            sandbox=a.sandbox,
+        )
         for a in agents(definitions)
     ]
 

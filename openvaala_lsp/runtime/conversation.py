@@ -13,6 +13,7 @@ from openvaala_lsp.hooks import HookRunner
 from openvaala_lsp.mcp import MCPManager
 from openvaala_lsp.mcp.model import ClientMCPServer
 from openvaala_lsp.model import AlwaysAllowed, Conversation, Session, SessionRuntimeInfo, WorkspaceFolder
+from openvaala_lsp.protocol.api import PendingApproval
 from openvaala_lsp.providers.base import Provider
 from openvaala_lsp.runtime import catalog, subagents
 from openvaala_lsp.runtime.client import Client
@@ -99,6 +100,35 @@ class OpenConversation:
     def tool_context(self) -> ToolContext:
         roots = [folder.path for folder in self.folders] or [self.directory()]
         return ToolContext(directory=self.directory(), roots=roots, environment=self.environment)
+
+    def _ancestors(self, session: Session) -> list[SessionRunner]:
+        found: list[SessionRunner] = []
+        parent = session.parent_session_id
+        while parent is not None and (runner := self.runners.get(parent)) is not None and runner not in found:
+            found.append(runner)
+            parent = runner.session.parent_session_id
+        return found
+
+    def ancestors_can_answer(self, session: Session) -> bool:
+        return any(runner.can_answer() for runner in self._ancestors(session))
+
+    def publish_to_ancestors(self, session: Session, event: Any) -> None:
+        for runner in self._ancestors(session):
+            runner.publish(event)
+
+    def pending_approvals(self, session: Session) -> list[PendingApproval]:
+        """What waits in this session and in the sessions of its sub-agents (at any depth)."""
+        below = [
+            runner
+            for runner in self.runners.values()
+            if runner.session is session or any(a.session is session for a in self._ancestors(runner.session))
+        ]
+        return [pending for runner in below for pending in runner.approvals.waiting()]
+
+    def subscribers_changed(self) -> None:
+        """A subscription ended: approvals nobody can answer any more are refused."""
+        for runner in list(self.runners.values()):
+            runner.approvals.subscribers_changed()
 
     def always_allowed(self) -> list[AlwaysAllowed]:
         return self.record.always_allowed

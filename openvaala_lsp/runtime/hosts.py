@@ -71,6 +71,12 @@ class SessionHost(Protocol):
 
     async def remember_allowed(self, rule: AlwaysAllowed) -> None: ...
 
+    def ancestors_can_answer(self, session: Session) -> bool:
+        """Whether a subscriber of a session above this sub-agent's can answer approvals."""
+
+    def publish_to_ancestors(self, session: Session, event: Any) -> None:
+        """To the subscribers of the sessions above this sub-agent's."""
+
     def tools(self, definitions: Definitions, session: Session) -> list[Tool]: ...
 
     async def start_mcp(self, definitions: Definitions, agent_name: str, *, wait: bool) -> None: ...

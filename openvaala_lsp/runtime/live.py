@@ -62,13 +62,14 @@ class Live:
     ) -> api.SubscribeSessionResult:
         key = (opened.id, runner.session.id)
         sub = self._subscription(
-            client, subscriptions.SESSION, runner.subscribers, key=key, left=runner.approvals.subscribers_changed
+            client, subscriptions.SESSION, runner.subscribers, key=key, left=opened.subscribers_changed
         )
         return api.SubscribeSessionResult(
             subscription_id=sub.id,
             last_saved_ordinal=opened.last_ordinal,
             pending_inputs=copy.deepcopy(runner.pending_infos()),
             streaming_items=copy.deepcopy(runner.streaming_items()),
+            pending_approvals=copy.deepcopy(opened.pending_approvals(runner.session)),
         )
 
     def subscribe_running(self, client: Client) -> api.SubscribeRunningConversationsResult:

@@ -84,10 +84,18 @@ class SessionRunner:
         self._session_started = False  # sessionStart fires on this runtime's first turn of the session
         self._session_context: list[str] = []
         self._waiting: dict[str, asyncio.Future[Turn]] = {}  # input item id -> the turn that takes it
-        self.approvals = Approvals(session.id, self.publish, self._can_answer)
+        self.approvals = Approvals(session.id, self._publish_approval, self._can_answer)
+
+    def can_answer(self) -> bool:
+        """Whether a subscriber of this session can answer approvals."""
+        return any(sub.answers_approvals and not sub.closed for sub in self.subscribers)
 
     def _can_answer(self) -> bool:
-        return any(sub.answers_approvals and not sub.closed for sub in self.subscribers)
+        return self.can_answer() or self.host.ancestors_can_answer(self.session)
+
+    def _publish_approval(self, event: Any) -> None:
+        self.publish(event)
+        self.host.publish_to_ancestors(self.session, event)
 
     # Views
 

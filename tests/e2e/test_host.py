@@ -175,6 +175,8 @@ async def test_host_killed_under_two_editors(homes: list[Path], ws: Path, tmp_pa
         await b.initialize([ws])
         kept = await b.call("createConversation")
         await b.call("setConversationTitle", {"conversationId": kept["id"], "title": "before the kill"})
+        guarded = {"name": "guarded", "permissions": {"default": "ask"}, "sandbox": {"mode": "read-only"}}
+        await b.call("setDefinitions", {"agents": [guarded]})
         sub_a = (await a.call("subscribeConversation", {"conversationId": kept["id"]}))["subscriptionId"]
         sub_b = (await b.call("subscribeConversation", {"conversationId": kept["id"]}))["subscriptionId"]
         folder_event = {"event": {"added": [{"uri": added.as_uri(), "name": "added"}], "removed": []}}
@@ -198,6 +200,10 @@ async def test_host_killed_under_two_editors(homes: list[Path], ws: Path, tmp_pa
         again = await b.call("getConversation", {"conversationId": kept["id"]})
         assert again["title"] == "before the kill"
         assert kept["id"] in {e["conversation"]["id"] for e in (await a.call("listConversations"))["items"]}
+        # and the definitions B had set: a new host would otherwise start from the config files
+        assert [(x["name"], x.get("permissions")) for x in (await b.call("listAgents"))["agents"]] == [
+            ("guarded", {"default": "ask"})
+        ]
         directories = await b.call("getWorkspaceDirectories", {})
         assert {f["path"] for f in directories["workspaceFolders"]} == {str(ws), str(added)}
         assert (await a.call("createConversation"))["id"].startswith("conv_")

@@ -97,6 +97,9 @@ async def test_ask_then_allow_once(asker: Harness, provider: FakeProviderServer,
     late = await other.call("subscribeSession", {"conversationId": session.id, "sessionId": session.session_id})
     waiting = [s["item"] for s in late["streamingItems"] if s["item"]["id"] == asked["itemId"]]
     assert waiting[0]["status"] == "awaitingApproval" and waiting[0]["type"] == "toolCall"
+    assert late["pendingApprovals"] == [
+        {"itemId": asked["itemId"], "sessionId": session.session_id, "approval": asked["approval"]}
+    ]
 
     await other.call(
         "answerApproval", {"conversationId": session.id, "itemId": asked["itemId"], "decision": "allowOnce"}
@@ -107,6 +110,7 @@ async def test_ask_then_allow_once(asker: Harness, provider: FakeProviderServer,
     assert resolved == {
         "type": "approvalResolved",
         "itemId": asked["itemId"],
+        "sessionId": session.session_id,
         "decision": "allowOnce",
         "by": {"kind": "client", "name": "nvim", "clientId": other.client.client_id},
     }
@@ -337,3 +341,40 @@ async def test_a_sandbox_that_cannot_start_asks_and_says_so(
         assert output.endswith("unsandboxed\n[exit code 0]")
     finally:
         sandbox.forget()
+
+
+async def test_a_sub_agents_approval_reaches_the_editor_watching_its_parent(
+    asker: Harness, provider: FakeProviderServer, workspace: Path
+) -> None:
+    """A sub-agent asks within milliseconds of starting, before any editor could subscribe to its
+    session: the question goes to the subscribers of the sessions above it, and is answered there."""
+    agents = [
+        {"name": "lead", "subAgents": ["helper"], "permissions": {"default": "allow"}},
+        {"name": "helper", "permissions": {"default": "allow", "tools": {"shell": "ask"}}},
+    ]
+    await asker.call("setDefinitions", definitions(provider) | {"agents": agents})
+    task = json.dumps({"agent": "helper", "task": "make the file"})
+    provider.enqueue(
+        "openai-chat",
+        ChatStream().tool_call("c1", "subagent", [task]).finish().response(),
+        shell_call("touch from-helper.txt", "c2"),
+        ChatStream().text("made it").finish().response(),
+        done(),
+    )
+    conversation = await asker.call("createConversation", {"agentName": "lead"})
+    session = await Session.open(asker, conversation["id"])
+    await session.submit("delegate")
+    asked = await requested(session)
+    assert asked["sessionId"] != session.session_id and asked["approval"]["command"] == "touch from-helper.txt"
+    # an editor arriving now finds the question in the parent session's snapshot
+    late = await asker.connect(approvals=True).call(
+        "subscribeSession", {"conversationId": session.id, "sessionId": session.session_id}
+    )
+    assert [(p["itemId"], p["sessionId"]) for p in late["pendingApprovals"]] == [(asked["itemId"], asked["sessionId"])]
+    await asker.call(
+        "answerApproval", {"conversationId": session.id, "itemId": asked["itemId"], "decision": "allowOnce"}
+    )
+    assert (await session.turn_completed())["status"] == "completed"
+    resolved = await session.wait_event(lambda e: e["type"] == "approvalResolved")
+    assert resolved["sessionId"] == asked["sessionId"] and resolved["decision"] == "allowOnce"
+    assert (workspace / "from-helper.txt").exists()
