@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -205,40 +206,96 @@ class StreamingHttp:
     ) -> AsyncGenerator[StreamEvent, None]:
         loop = asyncio.get_running_loop()
         chunks = opened.response.aiter_bytes()
-        deadline, deadline_name = opened.first_event_deadline, "firstEvent"
+        deadline = _Deadline(loop, opened.first_event_deadline)
+        deadline_name = "firstEvent"
         end_of_body = completed = False
-        while not completed and not end_of_body:
-            try:
-                async with asyncio.timeout_at(deadline):
+        try:
+            while not completed and not end_of_body:
+                try:
                     chunk = await anext(chunks)
-                frames = decoder.feed(chunk)
-            except StopAsyncIteration:
-                end_of_body = True
-                frames = decoder.finish()
-            except TimeoutError:
-                limit = self._timeouts.first_event if deadline_name == "firstEvent" else self._timeouts.idle
-                raise DeadlineExceeded(deadline_name, limit) from None
-            except httpx.TimeoutException:
-                raise DeadlineExceeded("read", self._timeouts.read) from None
-            except httpx.TransportError as exc:
-                raise ProviderError(
-                    CONNECTION, f"connection lost mid-stream: {_describe(exc)}", retryable=True
-                ) from None
-            except FrameTooLarge as exc:
-                raise ProviderError(STREAM_ERROR, str(exc)) from None
-            for frame in frames:
-                if translator.is_keepalive(frame):
-                    continue
-                for event in translator.feed(frame):
-                    yield event
-                # Measured from when the consumer asked for more, so its own pace never counts as idle.
-                deadline, deadline_name = loop.time() + self._timeouts.idle, "idle"
-                if translator.finished:
-                    completed = True
-                    break
+                    frames = decoder.feed(chunk)
+                except StopAsyncIteration:
+                    end_of_body = True
+                    frames = decoder.finish()
+                except asyncio.CancelledError:
+                    if not deadline.expired:
+                        raise
+                    deadline.forgive()  # the cancel was the deadline's: a timeout, not a stop
+                    limit = self._timeouts.first_event if deadline_name == "firstEvent" else self._timeouts.idle
+                    raise DeadlineExceeded(deadline_name, limit) from None
+                except httpx.TimeoutException:
+                    raise DeadlineExceeded("read", self._timeouts.read) from None
+                except httpx.TransportError as exc:
+                    raise ProviderError(
+                        CONNECTION, f"connection lost mid-stream: {_describe(exc)}", retryable=True
+                    ) from None
+                except FrameTooLarge as exc:
+                    raise ProviderError(STREAM_ERROR, str(exc)) from None
+                for frame in frames:
+                    if translator.is_keepalive(frame):
+                        continue
+                    for event in translator.feed(frame):
+                        deadline.pause()  # the consumer's own pace never counts as idle
+                        yield event
+                    # Measured from when the consumer asked for more.
+                    deadline.move(loop.time() + self._timeouts.idle)
+                    deadline_name = "idle"
+                    if translator.finished:
+                        completed = True
+                        break
+        finally:
+            deadline.close()
         if not completed:
             raise ProviderError(STREAM_INCOMPLETE, "the model stream ended before its terminal event", retryable=True)
         await _drain(chunks, loop.time() + min(_DRAIN_SECONDS, self._timeouts.idle))
+
+
+class _Deadline:
+    """The stream's read deadline, moved after every frame: one timer for the whole stream, re-armed
+    only when it fires early, where `asyncio.timeout` around each read costs a timer per delta. When
+    it passes, the reading task is cancelled; `expired` tells that cancel from any other."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, when: float) -> None:
+        self._loop = loop
+        self._task = asyncio.current_task()
+        self._when = when
+        self._expired = False
+        self._handle: asyncio.TimerHandle | None = loop.call_at(when, self._fire)
+        self._armed_at = when
+
+    def move(self, when: float) -> None:
+        self._when = when
+        if when < self._armed_at:  # after a pause the timer was let go
+            self._arm()
+
+    def pause(self) -> None:
+        self._when = math.inf
+
+    @property
+    def expired(self) -> bool:
+        return self._expired
+
+    def forgive(self) -> None:
+        if self._task is not None:
+            self._task.uncancel()
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+
+    def _arm(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+        self._armed_at = self._when
+        self._handle = None if math.isinf(self._when) else self._loop.call_at(self._when, self._fire)
+
+    def _fire(self) -> None:
+        if self._loop.time() >= self._when:
+            self._expired = True
+            if self._task is not None:
+                self._task.cancel()
+        else:
+            self._arm()
 
 
 async def _read_error_body(response: httpx.Response, deadline: float) -> bytes:

@@ -66,6 +66,13 @@ class SSEDecoder:
             text = text.removeprefix("\ufeff")
         buffer = self._buffer + text if self._buffer else text
         events: list[SSEEvent] = []
+        if "\r" not in buffer:  # the usual case, split without a regular expression
+            *lines, self._buffer = buffer.split("\n")
+            for line in lines:
+                self._line(line, events)
+            if len(self._buffer) + self._data_chars > self._max:
+                raise FrameTooLarge(f"server-sent event larger than {self._max} characters")
+            return events
         position = 0
         for match in _LINE_END.finditer(buffer):
             # A CR at the very end may be the first half of a CRLF split across chunks: wait.

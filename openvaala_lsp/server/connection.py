@@ -310,14 +310,21 @@ class Connection:
         pump.add_done_callback(self._pumps.discard)
 
     async def _pump(self, sub: Subscription) -> None:
+        """Sends a subscription's events as they come. A session's events leave at once after a quiet
+        spell (the first delta of an answer is not held back) and at most once per `eventBatchMs`
+        while they keep coming, the ones in between riding along in one notification."""
         seq = 0
+        loop = asyncio.get_running_loop()
+        sent_at = -1e9
         while True:
             batch = await sub.next_batch(MAX_EVENTS_PER_NOTIFICATION)
             if not batch:
                 break
-            if sub.kind == subscriptions.SESSION and self._event_batch and len(batch) < MAX_EVENTS_PER_NOTIFICATION:
-                await asyncio.sleep(self._event_batch)  # a few more events ride along
+            wait = sent_at + self._event_batch - loop.time()
+            if sub.kind == subscriptions.SESSION and wait > 0 and len(batch) < MAX_EVENTS_PER_NOTIFICATION:
+                await asyncio.sleep(wait)  # a few more events ride along
                 batch += await sub.next_batch(MAX_EVENTS_PER_NOTIFICATION - len(batch)) if sub.pending() else []
+            sent_at = loop.time()
             for method, params in notifications(sub, seq, batch):
                 seq = params["seq"]
                 self.peer.notify(method, params)
