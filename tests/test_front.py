@@ -109,24 +109,6 @@ def test_session_remembers_initialize_and_folder_changes() -> None:
     assert session.initialized_frame == body(initialized)
 
 
-def test_session_restores_the_definitions_the_host_took() -> None:
-    session = EditorSession()
-    assert session.restore("r") is None
-    first = {"jsonrpc": "2.0", "id": 1, "method": "openvaala/setDefinitions", "params": {"agents": [{"name": "a"}]}}
-    refused = {"jsonrpc": "2.0", "id": 2, "method": "openvaala/setDefinitions", "params": {"agents": 3}}
-    for request in (first, refused):
-        session.note_editor(body(request), request)
-    answered(session, 1, {"busyConversationIds": []})
-    session.note_host({"jsonrpc": "2.0", "id": 2, "error": {"code": -32602, "message": "bad"}})
-    restore = session.restore("openvaala-front-replay-2")
-    assert restore == {
-        "jsonrpc": "2.0",
-        "id": "openvaala-front-replay-2",
-        "method": "openvaala/setDefinitions",
-        "params": {"agents": [{"name": "a"}]},
-    }
-
-
 def test_session_fails_in_flight_requests_and_closes_subscriptions() -> None:
     session = EditorSession()
     for msg_id, method in ((1, "openvaala/subscribeConversation"), (2, "openvaala/subscribeSession")):

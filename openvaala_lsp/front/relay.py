@@ -55,7 +55,6 @@ class Relay:
         self.link: HostLink | None = None
         self.broken = False  # the host is gone; restart at the top of the loop
         self.replay_id: str | None = None
-        self.restoring: set[str] = set()  # ids of the definitions replayed to a new host
         self.replay_ids = itertools.count(1)
         self.restarts: list[float] = []
         self._attach(link)
@@ -160,9 +159,6 @@ class Relay:
                     if self.replay_id is not None and message.get("id") == self.replay_id and "method" not in message:
                         self._replayed(message)
                         continue
-                    if "method" not in message and message.get("id") in self.restoring:
-                        self._restored(message)
-                        continue
                     self.session.note_host(message)
             out += (b"Content-Length: %d\r\n\r\n" % len(body), body)
         if out:
@@ -198,7 +194,6 @@ class Relay:
         self.link = None
         self.broken = False
         self.replay_id = None
-        self.restoring.clear()
         self.poller.register(self.editor_in, select.POLLIN)
         lost = self.session.host_lost(LOST)
         if self.session.shutdown:  # the editor is leaving: answer it without a host until `exit`
@@ -228,17 +223,4 @@ class Relay:
         self.replay_id = None
         if self.session.initialized_frame is not None:
             self._send(self.session.initialized_frame)
-        restore = self.session.restore(REPLAY_ID.format(next(self.replay_ids)))
-        if restore is not None:  # before anything the editor sends next, which may depend on it
-            self.restoring.add(restore["id"])
-            self._send(framing.frame(restore))
         self.poller.register(self.editor_in, select.POLLIN)
-
-    def _restored(self, answer: dict[str, Any]) -> None:
-        self.restoring.discard(answer["id"])
-        if "error" in answer:
-            notice = {
-                "type": 1,
-                "message": f"the restarted runtime host refused the editor's definitions: {answer['error']}",
-            }
-            self._write_editor([{"jsonrpc": "2.0", "method": "window/logMessage", "params": notice}])

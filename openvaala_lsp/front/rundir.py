@@ -26,7 +26,7 @@ class UnsafeRunDir(Exception):
 
 class RunDir:
     """One host's files: `host.sock`, `host.lock` (held by the host for life), `spawn.lock` (held by a
-    front while it starts a host) and `host.pid`."""
+    front while it starts a host), `host.pid` and `definitions.json`."""
 
     def __init__(self, path: str, private: tuple[str, ...]) -> None:
         self.path = path
@@ -35,6 +35,8 @@ class RunDir:
         self.host_lock = os.path.join(path, "host.lock")
         self.spawn_lock = os.path.join(path, "spawn.lock")
         self.pid_file = os.path.join(path, "host.pid")
+        # what editors set with setDefinitions, kept for a host that starts after one died
+        self.definitions = os.path.join(path, "definitions.json")
 
 
 def openvaala_home(environ: Mapping[str, str]) -> str | None:

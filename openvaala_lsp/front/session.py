@@ -1,7 +1,6 @@
 """What the front must remember of the editor's LSP session to survive a host restart: requests in
-flight, the answered `initialize` (with folder changes applied), `initialized`, the definitions the
-editor last set with `openvaala/setDefinitions`, subscription ids and the ids of the host's own
-requests. No I/O here."""
+flight, the answered `initialize` (with folder changes applied), `initialized`, subscription ids
+and the ids of the host's own requests. No I/O here."""
 
 from __future__ import annotations
 
@@ -17,7 +16,6 @@ RUNTIME_STOPPED = -32014  # PROTOCOL.md §5: the code of kind runtimeStopped
 SUBSCRIPTION_CLOSED = "openvaala/subscriptionClosed"
 SUBSCRIBE_PREFIX = "openvaala/subscribe"
 UNSUBSCRIBE = "openvaala/unsubscribe"
-SET_DEFINITIONS = "openvaala/setDefinitions"
 
 
 def _id_of(message: dict[str, Any]) -> int | str | None:
@@ -51,8 +49,6 @@ class EditorSession:
         self.initialized_frame: bytes | None = None
         self.subscriptions: set[str] = set()
         self.host_requests: set[int | str] = set()  # server->client requests of the current host
-        self.definitions_requests: dict[int | str, dict[str, Any]] = {}  # unanswered setDefinitions
-        self.definitions: dict[str, Any] | None = None  # params of the last setDefinitions the host took
         self.shutdown = False
 
     def note_editor(self, raw: bytes, message: Any) -> str:
@@ -77,8 +73,6 @@ class EditorSession:
                 self.initialize_requests[msg_id] = (raw, params)
             elif method == "shutdown":
                 self.shutdown = True
-            elif method == SET_DEFINITIONS and msg_id is not None:
-                self.definitions_requests[msg_id] = params
             elif method == UNSUBSCRIBE and (sub_id := _subscription_id(message)) is not None:
                 self.subscriptions.discard(sub_id)
         elif method == "initialized":
@@ -106,10 +100,6 @@ class EditorSession:
             request = self.initialize_requests.pop(msg_id, None)
             if request is not None and "result" in message:
                 self.initialize_params = request[1]
-        elif asked == SET_DEFINITIONS:
-            params = self.definitions_requests.pop(msg_id, None)
-            if params is not None and "result" in message:
-                self.definitions = params
         elif asked.startswith(SUBSCRIBE_PREFIX) and isinstance(sub_id := _dict(result).get("subscriptionId"), str):
             self.subscriptions.add(sub_id)
 
@@ -133,7 +123,6 @@ class EditorSession:
                 continue
             del self.pending[msg_id]
             self.initialize_requests.pop(msg_id, None)
-            self.definitions_requests.pop(msg_id, None)
             if method == "shutdown":  # the session is over either way
                 out.append({"jsonrpc": "2.0", "id": msg_id, "result": None})
             else:
@@ -154,10 +143,3 @@ class EditorSession:
             request = {"jsonrpc": "2.0", "id": replay_id, "method": "initialize", "params": self.initialize_params}
             return request, []
         return None, [raw for raw, _ in self.initialize_requests.values()]
-
-    def restore(self, replay_id: str) -> dict[str, Any] | None:
-        """After the replayed `initialize`: the definitions the editor had set, under a private id (a
-        new host starts from the configuration files and would silently lose them)."""
-        if self.definitions is None:
-            return None
-        return {"jsonrpc": "2.0", "id": replay_id, "method": SET_DEFINITIONS, "params": self.definitions}

@@ -9,10 +9,12 @@ wait for `host.lock` and start the next host instead of talking to this one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import signal
+from pathlib import Path
 
 from openvaala_lsp import paths
 from openvaala_lsp.front import wire
@@ -88,7 +90,7 @@ class Host:
             os.write(ready_fd, b"R")
             os.close(ready_fd)
         # the database opens while the first editors say hello and initialize
-        starting = self.loop.create_task(start_runtime(self.runtime))
+        starting = self.loop.create_task(start_runtime(self.runtime, definitions_file=Path(self.run.definitions)))
         for sig in (signal.SIGTERM, signal.SIGINT):
             self.loop.add_signal_handler(sig, self._stop, sig.name)
         watcher = self.loop.create_task(self._watch())
@@ -218,6 +220,9 @@ class Host:
             await self._check_socket()
             quiet = self.clients == 0 and self.loop.time() - self.quiet_since >= self.idle_seconds
             if quiet and await self._runtime_idle() and self.clients == 0:
+                # the next editor starts from the configuration files, as after any clean start
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.run.definitions)
                 self._stop(f"no editor for {self.idle_seconds:g} s")
 
     async def _runtime_idle(self) -> bool:

@@ -3,18 +3,27 @@ agent sees, and MCP servers (configured, and those editors serve)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import logging
+import os
+from pathlib import Path
+
 from openvaala_lsp.definitions import Definitions
 from openvaala_lsp.hooks import validate_hooks
 from openvaala_lsp.mcp.model import MCPServerInfo
 from openvaala_lsp.model import Session
 from openvaala_lsp.protocol import api
+from openvaala_lsp.protocol.converter import ParamsError, structure, unstructure
 from openvaala_lsp.protocol.errors import InvalidParams, NotFound
 from openvaala_lsp.runtime import catalog
 from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.folders import resolve_directory
 from openvaala_lsp.runtime.model_clients import effective_selection
 from openvaala_lsp.runtime.skills import agent_skills
-from openvaala_lsp.runtime.state import RuntimeState
+from openvaala_lsp.runtime.state import RuntimeOptions, RuntimeState
+
+logger = logging.getLogger(__name__)
 
 
 class Configuration:
@@ -30,6 +39,8 @@ class Configuration:
         busy = [cid for cid, opened in self.state.open.items() if opened.running]
         self.state.source.explicit = params
         self.state.mark_reconfigured(busy)
+        if (kept := self.state.options.definitions_file) is not None:
+            await asyncio.to_thread(_keep, kept, params)
         return api.SetDefinitionsResult(busy_conversation_ids=busy)
 
     async def list_agents(self, client: Client, params: api.ListAgentsParams) -> api.ListAgentsResult:
@@ -120,3 +131,29 @@ class Configuration:
             for server in listed
         ]
         return api.GetMcpServersResult(servers=servers)
+
+
+def _keep(path: Path, definitions: Definitions) -> None:
+    temporary = path.with_name(f"{path.name}.{os.getpid()}")
+    temporary.write_text(json.dumps(unstructure(definitions)))
+    os.replace(temporary, path)
+
+
+async def kept_definitions(options: RuntimeOptions) -> Definitions | None:
+    """The definitions an earlier runtime of this host was given, if any (unreadable ones are logged
+    and dropped: the configuration files apply then)."""
+    path = options.definitions_file
+    if path is None:
+        return None
+    try:
+        text = await asyncio.to_thread(path.read_text)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        logger.warning("cannot read the kept definitions %s: %s", path, exc)
+        return None
+    try:
+        return structure(json.loads(text), Definitions)
+    except (ValueError, ParamsError) as exc:
+        logger.warning("ignoring the kept definitions %s: %s", path, exc)
+        return None

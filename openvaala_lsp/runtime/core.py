@@ -36,6 +36,7 @@ from openvaala_lsp.model import (
 )
 from openvaala_lsp.protocol import api
 from openvaala_lsp.protocol.errors import RuntimeStopped
+from openvaala_lsp.runtime import configuration
 from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.configuration import Configuration
 from openvaala_lsp.runtime.conversations import Conversations
@@ -84,7 +85,10 @@ class Runtime:
         `options` are `RuntimeOptions`' fields."""
         await storage.interrupt_running_turns(utcnow())
         sandbox.probe_soon()  # whether the sandbox can start, known before an editor asks
-        return cls(storage, definitions, **options)
+        runtime = cls(storage, definitions, **options)
+        if definitions is None:
+            runtime.state.source.explicit = await configuration.kept_definitions(runtime.state.options)
+        return runtime
 
     @property
     def storage(self) -> Storage:

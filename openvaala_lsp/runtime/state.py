@@ -65,6 +65,9 @@ class RuntimeOptions:
     # seconds an ephemeral conversation lives with no subscriber and no turn (the seed's
     # UnsavedConversationIdleTimeout); OPENVAALA_EPHEMERAL_IDLE_SECONDS sets it for the processes
     unsaved_idle_timeout: float = UNSAVED_IDLE_TIMEOUT
+    # where the definitions set with setDefinitions are kept, so a runtime started after one that
+    # died (the shared host) has them again; None: kept in memory only
+    definitions_file: Path | None = None
 
 
 class RuntimeState:

@@ -102,8 +102,9 @@ def options_from_environment() -> dict[str, Any]:
     return options
 
 
-async def start_runtime(future: asyncio.Future[Runtime]) -> None:
-    """Resolves `future` with the runtime or with a RuntimeStopped saying why it could not start."""
+async def start_runtime(future: asyncio.Future[Runtime], **options: Any) -> None:
+    """Resolves `future` with the runtime or with a RuntimeStopped saying why it could not start;
+    `options` are RuntimeOptions' fields, beside those of the environment."""
     try:
         # imported here: duckdb costs ~0.1 s and the editor's initialize need not wait for it
         from openvaala_lsp.storage.duckdb_store import DuckDBStorage, StorageLockedError
@@ -115,7 +116,7 @@ async def start_runtime(future: asyncio.Future[Runtime]) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         storage = await DuckDBStorage.open(str(path))
         # definitions from the configuration files
-        future.set_result(await Runtime.start(storage, **options_from_environment()))
+        future.set_result(await Runtime.start(storage, **options_from_environment(), **options))
     except StorageLockedError as exc:
         logger.error("%s", exc)
         future.set_exception(RuntimeStopped(str(exc)))
