@@ -18,7 +18,7 @@ import type { OpenvaalaRpc } from "./rpc";
 import { DEFAULT_RETRY, delay, isTransient, withRetry, type RetryPolicy } from "./retry";
 import { SessionSubscription, type SyncState } from "./sessionSubscription";
 import type { SubscriptionHub, SubscriptionSink } from "./subscriptions";
-import type { TimelineOp } from "./timeline";
+import type { Approval, TimelineOp } from "./timeline";
 
 export interface SessionOps {
   sessionId: string;
@@ -111,6 +111,17 @@ export class OpenConversation implements Disposable {
 
   session(sessionId: string): SessionEntry | undefined {
     return this.sessionsById.get(sessionId);
+  }
+
+  /** What waits for an answer in the whole conversation, once each: the main session's timeline
+   * holds its sub-agents' approvals too (the runtime sends them to the sessions above), and a
+   * followed sub-agent session holds its own. Any of them is answered with `answerApproval`. */
+  pendingApprovals(): Approval[] {
+    const all = new Map<string, Approval>();
+    for (const entry of this.sessionsById.values()) {
+      for (const approval of entry.subscription.timeline.pendingApprovals()) all.set(approval.itemId, approval);
+    }
+    return [...all.values()];
   }
 
   private async follow(): Promise<void> {
@@ -319,6 +330,7 @@ export class OpenConversation implements Disposable {
     return (await this.act(() => this.rpc.request("openvaala/interruptTurn", { conversationId: this.id }))).turnId;
   }
 
+  /** Answers a tool call that waits, this conversation's main session's or a sub-agent's alike. */
   answerApproval(itemId: string, decision: ApprovalDecision, message?: string): Promise<unknown> {
     return this.act(() =>
       this.rpc.request("openvaala/answerApproval", {

@@ -10,6 +10,7 @@ import type {
   ErrorInfo,
   Item,
   LoggedItem,
+  PendingApproval,
   SessionState,
   StreamingItem,
   SubscribeSessionResult,
@@ -24,14 +25,16 @@ export interface PendingInput {
   turnId?: string;
 }
 
-export interface Approval {
-  itemId: string;
-  approval: ApprovalRequest;
-}
+/** A tool call waiting for an answer. `sessionId` is the session whose item it is: this session's,
+ * or a sub-agent's below it (the runtime tells the subscribers of every session above a sub-agent's,
+ * since a sub-agent asks before anyone could subscribe to its session). */
+export type Approval = PendingApproval;
 
 /** How an approval ended (`approvalResolved`): kept so the tool call can say who decided. */
 export interface ApprovalOutcome {
   itemId: string;
+  /** The session whose tool call it was (this one, or a sub-agent's). */
+  sessionId: string;
   decision: ApprovalDecision;
   by: Address;
 }
@@ -106,9 +109,10 @@ export function isAwaitingApproval(item: Item): boolean {
 
 const PATH_ARGUMENTS = ["path", "file_path", "workdir"];
 
-/** What a tool call awaiting approval asks, read from the item alone (a `subscribeSession` snapshot
- * carries the item, not the `approvalRequested` event): the tool, its arguments, the shell command and
- * the paths it names, as the runtime builds them. The runtime's reason is not in the item. */
+/** What a tool call awaiting approval asks, read from the item alone: the tool, its arguments, the
+ * shell command and the paths it names, as the runtime builds them. Only for a server whose
+ * `subscribeSession` has no `pendingApprovals` (older than the one that added it): the runtime's
+ * reason is not in the item. */
 export function approvalFromItem(item: Item): ApprovalRequest {
   const call = item.toolCall;
   const tool = call?.name ?? "tool";
@@ -171,6 +175,11 @@ export class SessionTimeline {
 
   pendingInputs(): PendingInput[] {
     return [...this.pending.values()];
+  }
+
+  /** The prompts open now: this session's calls' and, heard here, its sub-agents'. */
+  pendingApprovals(): Approval[] {
+    return [...this.approvals.values()];
   }
 
   snapshot(): TimelineSnapshot {
@@ -253,20 +262,25 @@ export class SessionTimeline {
       this.pending.set(itemId, input);
     }
 
-    // A tool call still awaiting approval keeps (or gets) its prompt; any other prompt is over.
-    const awaiting = new Map<string, Item>();
-    for (const item of [...this.saved.values(), ...nowStreaming.values()]) {
-      if (isAwaitingApproval(item)) awaiting.set(item.id, item);
+    // The prompts are exactly what the runtime says waits now (in this session and in its
+    // sub-agents'), with the runtime's own request (its reason included); any other prompt is over.
+    const waiting = new Map<string, Approval>();
+    if (Array.isArray(result.pendingApprovals)) {
+      for (const pending of result.pendingApprovals) waiting.set(pending.itemId, pending);
+    } else {
+      // an older server: a tool call of this session still awaiting approval keeps (or gets) its prompt
+      for (const item of [...this.saved.values(), ...nowStreaming.values()]) {
+        if (isAwaitingApproval(item)) waiting.set(item.id, { itemId: item.id, sessionId: this.sessionId, approval: approvalFromItem(item) });
+      }
     }
     for (const itemId of [...this.approvals.keys()]) {
-      if (!awaiting.has(itemId)) {
+      if (!waiting.has(itemId)) {
         this.approvals.delete(itemId);
         ops.push({ op: "approvalClosed", itemId });
       }
     }
-    for (const [itemId, item] of awaiting) {
+    for (const [itemId, approval] of waiting) {
       if (this.approvals.has(itemId)) continue;
-      const approval: Approval = { itemId, approval: approvalFromItem(item) };
       this.approvals.set(itemId, approval);
       ops.push({ op: "approval", approval });
     }
@@ -342,13 +356,19 @@ export class SessionTimeline {
         if (this.errors.length > MAX_ERRORS) this.errors.shift();
         return [{ op: "error", error: event.error }];
       case "approvalRequested": {
-        const approval: Approval = { itemId: event.itemId, approval: event.approval };
+        // `sessionId` is absent only from servers older than the one that added it: then it is ours
+        const approval: Approval = { itemId: event.itemId, sessionId: event.sessionId ?? this.sessionId, approval: event.approval };
         this.approvals.set(event.itemId, approval);
         return [{ op: "approval", approval }, ...this.setStreamingStatus(event.itemId, "awaitingApproval")];
       }
       case "approvalResolved": {
         this.approvals.delete(event.itemId);
-        const outcome: ApprovalOutcome = { itemId: event.itemId, decision: event.decision, by: event.by };
+        const outcome: ApprovalOutcome = {
+          itemId: event.itemId,
+          sessionId: event.sessionId ?? this.sessionId,
+          decision: event.decision,
+          by: event.by,
+        };
         this.outcomes.delete(event.itemId);
         this.outcomes.set(event.itemId, outcome);
         if (this.outcomes.size > MAX_OUTCOMES) this.outcomes.delete(this.outcomes.keys().next().value as string);

@@ -2,6 +2,7 @@
 import * as vscode from "vscode";
 import { ChatController, type ChatUi, type ClientProvider } from "../chat/controller";
 import type { AgentInfo } from "../protocol/generated";
+import { describeAgentPolicy } from "../shared/agents";
 import type { HostCommand, HostMessage, ViewMessage } from "../shared/messages";
 import { webviewHtml } from "./webviewHtml";
 
@@ -23,7 +24,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
       input: (prompt, value) => Promise.resolve(vscode.window.showInputBox({ prompt, value })),
       pickAgent: async (agents: AgentInfo[]) => {
         const picked = await vscode.window.showQuickPick(
-          agents.map((agent) => ({ label: agent.name, description: agent.description, agent })),
+          agents.map((agent) => ({ label: agent.name, description: agent.description, detail: describeAgentPolicy(agent), agent })),
           { placeHolder: "Agent for the new conversation" },
         );
         return picked?.agent;

@@ -9,6 +9,7 @@ import { Emitter } from "../client/emitter";
 import { initializationOptions, newClientId } from "../client/initialization";
 import { OpenvaalaClient } from "../client/openvaalaClient";
 import type { ConnectionStatus, FolderInfo } from "../shared/messages";
+import type { StatusReport } from "../shared/status";
 import { PROTOCOL_VERSION } from "../protocol/generated";
 import { resolveServerCommand, type ServerCommand } from "./serverCommand";
 
@@ -20,9 +21,7 @@ interface FolderConnection {
 }
 
 /** What the status command shows about a folder's connection. */
-export interface ConnectionReport {
-  folder: string;
-  status: ConnectionStatus;
+export interface ConnectionReport extends StatusReport {
   server?: ServerCommand;
 }
 

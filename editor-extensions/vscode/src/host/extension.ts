@@ -151,8 +151,15 @@ export function activate(context: vscode.ExtensionContext): void {
         return;
       }
       const key = folderKey(folder);
-      await connections.client(key).catch(() => undefined); // a failure is part of the report
+      const client = await connections.client(key).catch(() => undefined); // a failure is part of the report
       const report = connections.report(key);
+      if (client?.supports("openvaala/listAgents")) {
+        try {
+          report.agents = await client.agents();
+        } catch {
+          // the agents are extra; the connection's state is the report
+        }
+      }
       const picked = await vscode.window.showInformationMessage(
         `openvaala: ${report.status.state === "ready" ? "connected" : report.status.state}`,
         { modal: true, detail: statusLines(report).join("\n\n") },

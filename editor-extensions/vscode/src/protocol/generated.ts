@@ -60,8 +60,8 @@ export interface AgentDefinition {
   instructions?: string | null;
   mcpServers?: string[] | null;
   name: string;
-  permissions?: Permissions | null;
-  sandbox?: Sandbox | null;
+  permissions?: PermissionsInput | null;
+  sandbox?: SandboxInput | null;
   skills?: string[] | null;
   subAgents?: string[] | null;
   titleModel?: ModelRef | null;
@@ -75,7 +75,7 @@ export interface ModelRef {
 /**
  * Whether a tool call runs at once, waits for approval, or is refused. `tools` maps a tool name or glob (`mcp__*`) to a decision; the exact name wins over a glob, a longer glob over a shorter. Without a rule, `default`; without one, the runtime's defaults (see `runtime/permissions.py`).
  */
-export interface Permissions {
+export interface PermissionsInput {
   default?: PermissionDecision | null;
   tools?: {
     [k: string]: PermissionDecision | undefined;
@@ -84,7 +84,7 @@ export interface Permissions {
 /**
  * What the shell tool's processes may touch (bubblewrap on Linux).
  */
-export interface Sandbox {
+export interface SandboxInput {
   /**
    * Default: `"workspace-write"`.
    */
@@ -95,6 +95,24 @@ export interface AgentInfo {
   defaultModel?: ModelRef;
   description: string;
   name: string;
+  permissions?: Permissions;
+  sandbox?: Sandbox;
+}
+/**
+ * Whether a tool call runs at once, waits for approval, or is refused. `tools` maps a tool name or glob (`mcp__*`) to a decision; the exact name wins over a glob, a longer glob over a shorter. Without a rule, `default`; without one, the runtime's defaults (see `runtime/permissions.py`).
+ */
+export interface Permissions {
+  default?: PermissionDecision;
+  tools?: {
+    [k: string]: PermissionDecision | undefined;
+  };
+}
+/**
+ * What the shell tool's processes may touch (bubblewrap on Linux).
+ */
+export interface Sandbox {
+  mode: SandboxMode;
+  network: boolean;
 }
 /**
  * A tool the user allowed for the rest of the conversation (`allowAlways`); for the shell, the commands that start with `commandPrefix`.
@@ -131,6 +149,7 @@ export interface ApprovalRequest {
 export interface ApprovalRequested {
   approval: ApprovalRequest;
   itemId: string;
+  sessionId: string;
   type: "approvalRequested";
 }
 /**
@@ -140,6 +159,7 @@ export interface ApprovalResolved {
   by: Address;
   decision: ApprovalDecision;
   itemId: string;
+  sessionId: string;
   type: "approvalResolved";
 }
 export interface CallClientToolParams {
@@ -366,6 +386,7 @@ export interface ModelDefinitionInput {
   displayName?: string | null;
   localServer?: LocalServerInput | null;
   maxOutputTokens?: number | null;
+  price?: ModelPriceInput | null;
   ref: ModelRef;
 }
 /**
@@ -375,6 +396,17 @@ export interface LocalServerInput {
   chatFormat?: string | null;
   contextSize?: number;
   package?: string;
+}
+/**
+ * What a model costs, per million tokens of each kind, in `currency`. A cache kind without a price of its own costs `input`, reasoning costs `output` (providers bill reasoning as output).
+ */
+export interface ModelPriceInput {
+  cacheWrite?: number | null;
+  cachedInput?: number | null;
+  currency?: string;
+  input: number;
+  output: number;
+  reasoning?: number | null;
 }
 export interface Skill {
   body?: string | null;
@@ -404,6 +436,31 @@ export interface ExecutorDetails {
   description: string;
   id: string;
   kind: string;
+}
+/**
+ * Writes the analytic views' rows that are new since the last export to `directory` as Parquet, partitioned by day; `machine` and `user` (default: the runtime's host name and user) label every row; `redact` leaves out error messages too (no export holds prompts, answers or tool output).
+ */
+export interface ExportUsageParams {
+  directory: string;
+  machine?: string | null;
+  redact?: boolean;
+  user?: string | null;
+}
+/**
+ * `number` counts this database's exports to `directory` (1 for the first).
+ */
+export interface ExportUsageResult {
+  directory: string;
+  machine: string;
+  number: number;
+  redacted: boolean;
+  tables: ExportedTable[];
+  user: string;
+}
+export interface ExportedTable {
+  files: number;
+  name: string;
+  rows: number;
 }
 export interface ForkConversationParams {
   beforeTurnId?: string | null;
@@ -568,9 +625,14 @@ export interface ItemStarted {
   itemIndex: number;
   type: "itemStarted";
 }
+/**
+ * What one item of the model's context takes: its type, and the tool's name for a tool call or result, so an editor can show what fills the window (tool output, messages, the compaction).
+ */
 export interface ItemTokens {
   itemId: string;
   tokens: number;
+  toolName?: string;
+  type: string;
 }
 export interface LastRequestUsage {
   estimatedTokens: number;
@@ -658,7 +720,19 @@ export interface ModelDefinition {
   displayName?: string;
   localServer?: LocalServer;
   maxOutputTokens?: number;
+  price?: ModelPrice;
   ref: ModelRef;
+}
+/**
+ * What a model costs, per million tokens of each kind, in `currency`. A cache kind without a price of its own costs `input`, reasoning costs `output` (providers bill reasoning as output).
+ */
+export interface ModelPrice {
+  cacheWrite?: number;
+  cachedInput?: number;
+  currency: string;
+  input: number;
+  output: number;
+  reasoning?: number;
 }
 export interface ModelList {
   agentDefaultModel?: ModelRef;
@@ -672,6 +746,14 @@ export interface OpenTerminalWorkspaceParams {
   directory?: string | null;
   environment?: string[] | null;
   executorId?: string | null;
+}
+/**
+ * A tool call waiting for `answerApproval`: its item, the session it belongs to, the request.
+ */
+export interface PendingApproval {
+  approval: ApprovalRequest;
+  itemId: string;
+  sessionId: string;
 }
 export interface PendingInputAdded {
   item: Item;
@@ -841,6 +923,7 @@ export interface SubscribeSessionParams {
 }
 export interface SubscribeSessionResult {
   lastSavedOrdinal: number;
+  pendingApprovals: PendingApproval[];
   pendingInputs: PendingInputInfo[];
   streamingItems: StreamingItem[];
   subscriptionId: string;
@@ -895,6 +978,7 @@ export interface RequestMap {
   "openvaala/compactContext": { params: CompactContextParams; result: CompactContextResult };
   "openvaala/createConversation": { params: CreateConversationParams; result: Conversation };
   "openvaala/deleteConversation": { params: DeleteConversationParams; result: EmptyResult };
+  "openvaala/exportUsage": { params: ExportUsageParams; result: ExportUsageResult };
   "openvaala/forkConversation": { params: ForkConversationParams; result: Conversation };
   "openvaala/getConversation": { params: GetConversationParams; result: Conversation };
   "openvaala/getHooks": { params: GetHooksParams; result: GetHooksResult };

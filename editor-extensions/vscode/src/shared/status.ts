@@ -1,6 +1,8 @@
 // The connection's state in words, for the "Show Status" command, the chat view's sandbox badge and
 // the status bar tooltip. No `vscode` import (tested in Node, used by the webview too).
 import type { SandboxState } from "../client/rpc";
+import type { AgentInfo } from "../protocol/generated";
+import { describeAgentPolicy } from "./agents";
 import type { ConnectionStatus } from "./messages";
 
 export interface SandboxSummary {
@@ -41,6 +43,8 @@ export interface StatusReport {
   folder: string;
   status: ConnectionStatus;
   server?: { command: string; args: string[]; source: string };
+  /** The runtime's agents (`listAgents`), with their permissions and sandbox. */
+  agents?: AgentInfo[];
 }
 
 /** The lines of the status command's message. */
@@ -56,7 +60,10 @@ export function statusLines(report: StatusReport): string[] {
       lines.push(`Connected: openvaala-lsp ${status.serverVersion || "?"}, protocol ${status.protocolVersion || "?"}`);
       const sandbox = sandboxSummary(status.sandbox);
       lines.push(`${sandbox.label}: ${sandbox.detail}`);
-      lines.push("Approvals: this window shows approval prompts and answers them (Allow once, Allow always, Deny).");
+      lines.push(
+        "Approvals: this window shows approval prompts, sub-agents' included, and answers them (Allow once, Allow always, Deny).",
+      );
+      for (const agent of report.agents ?? []) lines.push(`Agent ${agent.name}: ${describeAgentPolicy(agent)}`);
       break;
     }
     case "starting":

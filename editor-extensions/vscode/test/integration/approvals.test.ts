@@ -20,6 +20,7 @@ describe("approvals against the real runtime", { timeout: 60_000 }, () => {
     await open.submit(text("run it"));
 
     const approval = await screen.until(() => [...screen.approvals.values()][0], "the approval prompt");
+    assert.equal(approval.sessionId, open.mainSession?.session.id, "the call waits in this session");
     assert.equal(approval.approval.tool, "shell");
     assert.equal(approval.approval.command, "echo approved > proof.txt && cat proof.txt");
     assert.deepEqual(approval.approval.arguments, { command: "echo approved > proof.txt && cat proof.txt" });
@@ -35,6 +36,7 @@ describe("approvals against the real runtime", { timeout: 60_000 }, () => {
     assert.equal(screen.approvals.size, 0, "the prompt closed");
     assert.deepEqual(outcome, {
       itemId: approval.itemId,
+      sessionId: approval.sessionId,
       decision: "allowOnce",
       by: { kind: "client", name: "VS Code", clientId: h.runtime.clientId },
     });
@@ -102,7 +104,7 @@ describe("approvals against the real runtime", { timeout: 60_000 }, () => {
     const turn = await screen.turnCompleted();
     assert.equal(turn.status, "interrupted");
     assert.equal(screen.approvals.size, 0);
-    assert.deepEqual(screen.outcomes.get(approval.itemId), { itemId: approval.itemId, decision: "deny", by: { kind: "user" } });
+    assert.deepEqual(screen.outcomes.get(approval.itemId), { itemId: approval.itemId, sessionId: approval.sessionId, decision: "deny", by: { kind: "user" } });
     assert.equal(screen.streaming().length, 0);
   });
 });

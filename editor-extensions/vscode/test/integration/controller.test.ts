@@ -7,9 +7,12 @@ import { ChatController, readyStatus, type ChatUi, type ClientProvider } from ".
 import { Emitter } from "../../src/client/emitter";
 import type { OpenvaalaClient } from "../../src/client/openvaalaClient";
 import type { AgentInfo } from "../../src/protocol/generated";
+import { describeAgentPolicy } from "../../src/shared/agents";
 import type { HostCommand, HostMessage } from "../../src/shared/messages";
 import { USAGE_SQL, parseUsage, sinceDay } from "../../src/usage/usageData";
-import { ASKS_FOR_SHELL, harness } from "../support/harness";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { ASKS_FOR_SHELL, LEAD_AND_HELPER, delegation, harness } from "../support/harness";
 import { waitFor } from "../support/wait";
 
 class FakeUi implements ChatUi {
@@ -27,9 +30,11 @@ class FakeUi implements ChatUi {
     return Promise.resolve(this.inputAnswer);
   }
   agentsOffered: string[][] = [];
+  agentInfos: AgentInfo[][] = [];
   agentAnswer: string | undefined = undefined;
   pickAgent(agents: AgentInfo[]): Promise<AgentInfo | undefined> {
     this.agentsOffered.push(agents.map((agent) => agent.name));
+    this.agentInfos.push(agents);
     return Promise.resolve(agents.find((agent) => agent.name === this.agentAnswer));
   }
   runCommand(command: HostCommand): void {
@@ -153,15 +158,75 @@ describe("the chat controller against the real runtime", { timeout: 60_000 }, ()
     assert.match(result.item.content?.[0]?.text ?? "", /keep the build/, "the denial's message went to the model (trimmed)");
   });
 
-  it("offers the agents on create when there are several, and creates the conversation with the one picked", async (t) => {
+  it("shows a sub-agent's prompt in the main conversation's view, with the asking agent's session, and answers it from there", async (t) => {
     const h = await harness(t);
-    await h.define([{ name: "default" }, { name: "reviewer", description: "Reviews changes" }]);
+    await h.define(LEAD_AND_HELPER);
+    await h.model.enqueue(...delegation("echo from the view > answered.txt"));
+    const ui = new FakeUi();
+    ui.agentAnswer = "lead";
+    const controller = new ChatController(ui, provider(h.runtime.client));
+    t.after(() => controller.dispose());
+    await controller.handle({ type: "ready" });
+    await controller.handle({ type: "create" });
+    const opened = ui.of("opened")[0];
+    assert.ok(opened);
+    const mainId = opened.mainSessionId;
+    await controller.handle({ type: "submit", content: [{ type: "text", text: "delegate" }], mode: "queue" });
+
+    // the prompt comes with the main session's ops (what the view's approval panel shows), naming
+    // the sub-agent's session; the view gets that session, with its agent name, to label the card
+    const mainOps = () => ui.of("ops").filter((m) => m.sessionId === mainId).flatMap((m) => m.ops);
+    const asked = await waitFor(() => mainOps().find((op) => op.op === "approval"), "the sub-agent's prompt on the main session");
+    assert.ok(asked.op === "approval");
+    const { itemId, sessionId } = asked.approval;
+    assert.notEqual(sessionId, mainId);
+    assert.equal(asked.approval.approval.command, "echo from the view > answered.txt");
+    assert.match(asked.approval.approval.reason ?? "", /shell/);
+    const child = await waitFor(() => ui.of("session").find((m) => m.session.id === sessionId), "the sub-agent's session in the view");
+    assert.equal(child.session.agentName, "helper");
+    assert.equal(child.session.parentSessionId, mainId);
+
+    // the view reloads mid-wait: the main session's snapshot holds the sub-agent's prompt
+    await controller.handle({ type: "ready" });
+    const reloaded = ui.of("session").filter((m) => m.session.id === mainId).at(-1);
+    assert.deepEqual(reloaded?.snapshot.approvals, [asked.approval]);
+
+    // the card's Allow once, from the main conversation's view
+    await controller.handle({ type: "approval", itemId, decision: "allowOnce" });
+    const closed = await waitFor(
+      () => mainOps().find((op) => op.op === "approvalClosed" && op.itemId === itemId && op.outcome),
+      "approvalResolved on the main session",
+    );
+    assert.ok(closed.op === "approvalClosed");
+    assert.deepEqual(closed.outcome, { itemId, sessionId, decision: "allowOnce", by: { kind: "client", name: "VS Code", clientId: h.runtime.clientId } });
+    await waitFor(() => mainOps().some((op) => op.op === "turn" && op.phase === "completed" && op.turn.status === "completed"), "the lead's turn to end");
+    const file = join(h.runtime.workspace, "answered.txt");
+    assert.ok(existsSync(file), "the sub-agent's command ran");
+    assert.equal(readFileSync(file, "utf8"), "from the view\n");
+    assert.deepEqual(ui.of("approvalAnswer"), [], "the answer counted");
+    assert.deepEqual(ui.of("notice"), [], "no error was shown");
+  });
+
+  it("offers the agents on create when there are several, with their permissions and sandbox, and creates the conversation with the one picked", async (t) => {
+    const h = await harness(t);
+    await h.define([
+      { name: "default" },
+      { name: "reviewer", description: "Reviews changes", permissions: { default: "ask", tools: { read: "allow" } }, sandbox: { mode: "read-only" } },
+    ]);
     const ui = new FakeUi();
     const controller = new ChatController(ui, provider(h.runtime.client));
     t.after(() => controller.dispose());
     await controller.handle({ type: "ready" });
     await controller.handle({ type: "create" });
     assert.deepEqual(ui.agentsOffered, [["default", "reviewer"]]);
+    // listAgents gives them as defined (absent: the runtime's defaults), for the picker's detail
+    const [plain, reviewer] = ui.agentInfos[0]!;
+    assert.equal(plain?.permissions, undefined);
+    assert.equal(plain?.sandbox, undefined);
+    assert.deepEqual(reviewer?.permissions, { default: "ask", tools: { read: "allow" } });
+    assert.deepEqual(reviewer?.sandbox, { mode: "read-only", network: false });
+    assert.equal(describeAgentPolicy(reviewer!), "Permissions: read runs; other tools ask · Sandbox: read-only, no network");
+    assert.match(describeAgentPolicy(plain!), /^Permissions: the defaults .* · Sandbox: workspace-write, no network \(the default\)$/);
     assert.equal(ui.of("opened").length, 0, "nothing is created when the pick is cancelled");
     ui.agentAnswer = "reviewer";
     await controller.handle({ type: "create" });

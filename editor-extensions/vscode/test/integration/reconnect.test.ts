@@ -1,5 +1,6 @@
 // Recovery: the runtime host killed with SIGKILL mid-turn (the front starts a new one, answers
-// requests in flight with runtimeStopped and closes subscriptions), and an editor too slow to read
+// requests in flight with runtimeStopped, closes subscriptions and gives the new host the editor's
+// last setDefinitions), and an editor too slow to read
 // (subscriberTooSlow). Afterwards the screen must equal the server's log: nothing lost, nothing twice.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -76,7 +77,7 @@ describe("recovery after a runtime restart", { timeout: 90_000 }, () => {
     assert.equal(screen.pending.size, 0);
   });
 
-  it("takes down an approval prompt whose call died with the runtime, and asks again in the new one", async (t) => {
+  it("takes down an approval prompt whose call died with the runtime, keeps the definitions, and asks again in the new one", async (t) => {
     const h = await harness(t);
     await h.define([ASKS_FOR_SHELL]);
     const client = h.runtime.client;
@@ -92,8 +93,20 @@ describe("recovery after a runtime restart", { timeout: 90_000 }, () => {
     await assertScreenMatchesServer(screen, async () =>
       (await client.rpc.request("openvaala/listItems", { conversationId: open.id, limit: 500 })).items.map((l) => l.item.id),
     );
-    // asked again after the restart (definitions set again: setDefinitions lives in the runtime's memory)
-    await h.define([ASKS_FOR_SHELL]);
+    // the definitions this editor set before the kill survived it: the front gave them to the new
+    // host (setDefinitions lives in the host's memory), so nothing is set again here
+    const agents = await client.agents();
+    assert.deepEqual(
+      agents.map((agent) => [agent.name, agent.permissions]),
+      [[ASKS_FOR_SHELL.name, ASKS_FOR_SHELL.permissions]],
+      "listAgents shows the agent set before the kill, with its permissions",
+    );
+    assert.deepEqual(
+      h.runtime.notifications.filter((n) => n.method === "window/logMessage" && /refused the editor's definitions/.test(JSON.stringify(n.params))),
+      [],
+      "the new host took them",
+    );
+    // and they rule: the shell asks again in the new runtime
     await h.model.enqueue([["tool_call", "c2", "shell", ['{"command": "echo second"}']], ["finish"]], [["text", "done"]]);
     await open.submit(text("again"));
     const after = await screen.until(() => [...screen.approvals.values()][0], "the prompt in the new runtime");

@@ -58,17 +58,19 @@ describe("two editors on one shared runtime host", { timeout: 60_000 }, () => {
     assert.equal(theirs.itemId, mine.itemId);
     assert.deepEqual(theirs.approval, mine.approval, "both got approvalRequested");
 
-    // a window opened while the call waits shows the prompt from the subscribeSession snapshot
+    // a window opened while the call waits shows the prompt from the subscribeSession snapshot's
+    // pendingApprovals: the runtime's own request, its reason included (not rebuilt from the item)
     const third = await h.secondEditor();
     const late = new Screen(await third.client.open(open.id));
     const fromSnapshot = late.approvals.get(mine.itemId);
-    assert.ok(fromSnapshot, "the snapshot's awaitingApproval item opens the prompt");
-    assert.equal(fromSnapshot.approval.command, "echo from both");
+    assert.ok(fromSnapshot, "the snapshot's pendingApprovals open the prompt");
+    assert.deepEqual(fromSnapshot, mine);
+    assert.match(fromSnapshot.approval.reason ?? "", /shell/);
     assert.equal(late.streaming().find((item) => item.id === mine.itemId)?.status, "awaitingApproval");
 
     // the second window answers; every window closes the prompt and names it
     await othersView.answerApproval(mine.itemId, "allowOnce");
-    const expected = { itemId: mine.itemId, decision: "allowOnce", by: { kind: "client", name: "VS Code", clientId: other.clientId } };
+    const expected = { itemId: mine.itemId, sessionId: mine.sessionId, decision: "allowOnce", by: { kind: "client", name: "VS Code", clientId: other.clientId } };
     for (const [name, s] of [["first", screen], ["second", early], ["third", late]] as const) {
       assert.deepEqual(await s.until(() => s.outcomes.get(mine.itemId), `approvalResolved in the ${name} window`), expected);
       assert.equal(s.approvals.size, 0, `the prompt closed in the ${name} window`);

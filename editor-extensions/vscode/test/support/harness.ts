@@ -2,8 +2,8 @@
 import assert from "node:assert/strict";
 import type { TestContext } from "node:test";
 import type { OpenConversation } from "../../src/client/conversation";
-import type { AgentDefinition, Definitions } from "../../src/protocol/generated";
-import { FakeModel } from "./fakeModel";
+import type { AgentDefinition, CreateConversationParams, Definitions } from "../../src/protocol/generated";
+import { FakeModel, type Step } from "./fakeModel";
 import { missingServer } from "./paths";
 import { Runtime, type RuntimeOptions } from "./runtime";
 import { Screen } from "./screen";
@@ -11,8 +11,8 @@ import { Screen } from "./screen";
 export interface Harness {
   model: FakeModel;
   runtime: Runtime;
-  /** Creates a conversation, opens it and follows its main session on a Screen. */
-  conversation(runtime?: Runtime): Promise<{ open: OpenConversation; screen: Screen }>;
+  /** Creates a conversation (`params`: e.g. its agent), opens it and follows its main session on a Screen. */
+  conversation(runtime?: Runtime, params?: CreateConversationParams): Promise<{ open: OpenConversation; screen: Screen }>;
   /** A second editor on the same project: another `openvaala-lsp` front, same OPENVAALA_HOME and
    * workspace, hence the same shared runtime host. Stopped before the first. */
   secondEditor(options?: Omit<RuntimeOptions, "model" | "join">): Promise<Runtime>;
@@ -48,8 +48,8 @@ export async function harness(t: TestContext, options: Omit<RuntimeOptions, "mod
   return {
     model,
     runtime,
-    async conversation(on = runtime) {
-      const conversation = await on.client.createConversation();
+    async conversation(on = runtime, params = {}) {
+      const conversation = await on.client.createConversation(params);
       const open = await on.client.open(conversation.id);
       return { open, screen: new Screen(open) };
     },
@@ -74,6 +74,23 @@ export async function harness(t: TestContext, options: Omit<RuntimeOptions, "mod
       await runtime.client.rpc.request("openvaala/setDefinitions", definitions);
     },
   };
+}
+
+/** A lead agent that runs everything, with a sub-agent whose shell asks: the approval comes from the
+ * sub-agent's session, milliseconds after it started. */
+export const LEAD_AND_HELPER: AgentDefinition[] = [
+  { name: "lead", subAgents: ["helper"], permissions: { default: "allow" }, titles: false },
+  { name: "helper", description: "Makes files", permissions: { default: "allow", tools: { shell: "ask" } }, titles: false },
+];
+
+/** The fake model's answers for one delegation to the helper, whose shell call asks. */
+export function delegation(command: string): Step[][] {
+  return [
+    [["tool_call", "c1", "subagent", [JSON.stringify({ agent: "helper", task: "make the file" })]], ["finish"]],
+    [["tool_call", "c2", "shell", [JSON.stringify({ command })]], ["finish"]],
+    [["text", "made it"]],
+    [["text", "The helper made it."]],
+  ];
 }
 
 /** Fails (never skips) when the server does not advertise `method`: protocol 0.3 servers all do. */

@@ -5,6 +5,7 @@ import { describe, it } from "node:test";
 import { initializationOptions, newClientId } from "../../src/client/initialization";
 import { serverFeatures } from "../../src/client/rpc";
 import { describeDecision } from "../../src/shared/approvals";
+import { describeAgentPolicy, describePermissions, describeSandbox } from "../../src/shared/agents";
 import { sandboxSummary, statusLines } from "../../src/shared/status";
 import { ProtocolError, toProtocolError } from "../../src/protocol/errors";
 import { diffLines } from "../../src/shared/diff";
@@ -187,9 +188,40 @@ describe("approvals and the sandbox in words", () => {
       "Connected: openvaala-lsp 0.2.0, protocol 0.3",
     ]);
     assert.match(lines[3] ?? "", /^No sandbox: /);
+    const withAgents = statusLines({
+      folder: "project",
+      status: { state: "ready", serverVersion: "0.2.0", protocolVersion: "0.3" },
+      agents: [
+        { name: "default", description: "" },
+        { name: "guarded", description: "", permissions: { default: "ask" }, sandbox: { mode: "read-only", network: false } },
+      ],
+    });
+    assert.deepEqual(withAgents.slice(-2), [
+      "Agent default: Permissions: the defaults (the shell runs sandboxed and asks to leave the sandbox; other tools run) · Sandbox: workspace-write, no network (the default)",
+      "Agent guarded: Permissions: every tool asks · Sandbox: read-only, no network",
+    ]);
     assert.deepEqual(statusLines({ folder: "p", status: { state: "failed", message: "openvaala-lsp was not found" } }), [
       "Folder: p",
       "Not connected: openvaala-lsp was not found",
     ]);
+  });
+});
+
+describe("agents' permissions and sandbox in words (listAgents)", () => {
+  it("says the runtime's defaults when an agent defines nothing", () => {
+    assert.match(describePermissions(undefined), /^the defaults \(the shell runs sandboxed/);
+    assert.equal(describeSandbox(undefined), "workspace-write, no network (the default)");
+  });
+
+  it("lists the tool rules, then what the other tools do", () => {
+    assert.equal(describePermissions({ default: "allow", tools: { shell: "ask", "mcp__*": "deny" } }), "shell asks, mcp__* is refused; other tools run");
+    assert.equal(describePermissions({ tools: { shell: "allow" } }), "shell runs; other tools: the defaults");
+    assert.equal(describePermissions({ default: "deny" }), "every tool is refused");
+    assert.equal(describeSandbox({ mode: "workspace-write", network: true }), "workspace-write, with network");
+    assert.equal(describeSandbox({ mode: "off", network: false }), "off (shell commands run with your full rights)");
+    assert.equal(
+      describeAgentPolicy({ permissions: { default: "ask" }, sandbox: { mode: "read-only", network: false } }),
+      "Permissions: every tool asks · Sandbox: read-only, no network",
+    );
   });
 });

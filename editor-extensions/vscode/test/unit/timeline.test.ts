@@ -21,7 +21,7 @@ const message = (text: string, status: Item["status"] = "completed", id?: string
   item({ type: "assistantMessage", status, content: [{ type: "text", text }], ...(id ? { id } : {}) });
 
 function subscribed(overrides: Partial<SubscribeSessionResult> = {}): SubscribeSessionResult {
-  return { subscriptionId: "sub_1", lastSavedOrdinal: 0, pendingInputs: [], streamingItems: [], ...overrides };
+  return { subscriptionId: "sub_1", lastSavedOrdinal: 0, pendingInputs: [], streamingItems: [], pendingApprovals: [], ...overrides };
 }
 
 describe("SessionTimeline", () => {
@@ -103,21 +103,22 @@ describe("SessionTimeline", () => {
     const call = item({ id: "call_1", type: "toolCall", status: "streaming", toolCall: { callId: "c1", name: "shell", arguments: '{"command": "rm x"}' } });
     timeline.applyEvents([{ type: "itemStarted", itemIndex: 0, item: call }]);
     const approval = { tool: "shell", arguments: { command: "rm x" }, command: "rm x", reason: "the agent's rule for shell: ask" };
-    const opened = timeline.applyEvents([{ type: "approvalRequested", itemId: "call_1", approval }]);
+    const opened = timeline.applyEvents([{ type: "approvalRequested", itemId: "call_1", sessionId: "sess_1", approval }]);
     assert.deepEqual(opened.map((op) => op.op), ["approval", "streaming"]);
     assert.equal(timeline.item("call_1")?.status, "awaitingApproval", "the call shows that it waits");
-    assert.deepEqual(timeline.snapshot().approvals, [{ itemId: "call_1", approval }]);
+    assert.deepEqual(timeline.snapshot().approvals, [{ itemId: "call_1", sessionId: "sess_1", approval }]);
 
     const by = { kind: "client" as const, name: "Neovim", clientId: "nvim-1" };
-    const closed = timeline.applyEvents([{ type: "approvalResolved", itemId: "call_1", decision: "deny", by }]);
-    assert.deepEqual(closed[0], { op: "approvalClosed", itemId: "call_1", outcome: { itemId: "call_1", decision: "deny", by } });
+    const closed = timeline.applyEvents([{ type: "approvalResolved", itemId: "call_1", sessionId: "sess_1", decision: "deny", by }]);
+    const outcome = { itemId: "call_1", sessionId: "sess_1", decision: "deny", by };
+    assert.deepEqual(closed[0], { op: "approvalClosed", itemId: "call_1", outcome });
     assert.equal(timeline.item("call_1")?.status, "streaming");
     const snapshot = timeline.snapshot();
     assert.deepEqual(snapshot.approvals, []);
-    assert.deepEqual(snapshot.outcomes, [{ itemId: "call_1", decision: "deny", by }], "who decided stays for a view that reloads");
+    assert.deepEqual(snapshot.outcomes, [outcome], "who decided stays for a view that reloads");
   });
 
-  it("opens the prompt of a call awaiting approval from a snapshot, and closes prompts that are over", () => {
+  it("takes the prompts of a snapshot from pendingApprovals, with the runtime's reason, and closes prompts that are over", () => {
     const timeline = new SessionTimeline("sess_1");
     const waiting = item({
       id: "call_2",
@@ -125,20 +126,57 @@ describe("SessionTimeline", () => {
       status: "awaitingApproval",
       toolCall: { callId: "c2", name: "shell", arguments: '{"command": "make test", "workdir": "sub"}' },
     });
-    const resynced = timeline.applySubscription(subscribed({ streamingItems: [{ itemIndex: 0, item: waiting }] }));
+    const request = { tool: "shell", arguments: { command: "make test", workdir: "sub" }, reason: "the agent's rule for shell: ask", command: "make test", paths: ["sub"] };
+    const resynced = timeline.applySubscription(
+      subscribed({ streamingItems: [{ itemIndex: 0, item: waiting }], pendingApprovals: [{ itemId: "call_2", sessionId: "sess_1", approval: request }] }),
+    );
     const approval = resynced.find((op) => op.op === "approval");
     assert.ok(approval && approval.op === "approval");
-    assert.deepEqual(approval.approval, {
-      itemId: "call_2",
-      approval: { tool: "shell", arguments: { command: "make test", workdir: "sub" }, command: "make test", paths: ["sub"] },
-    });
-    const edit = item({ id: "call_3", type: "toolCall", status: "awaitingApproval", toolCall: { callId: "c3", name: "edit", arguments: '{"path": "a.txt"}' } });
-    assert.deepEqual(approvalFromItem(edit), { tool: "edit", arguments: { path: "a.txt" }, paths: ["a.txt"] });
+    assert.deepEqual(approval.approval, { itemId: "call_2", sessionId: "sess_1", approval: request }, "not rebuilt from the arguments: the reason is there");
+    assert.equal(timeline.item("call_2")?.status, "awaitingApproval");
+    // the same snapshot again (a resync): the prompt stays, no second op
+    assert.ok(!timeline.applySubscription(subscribed({ streamingItems: [{ itemIndex: 0, item: waiting }], pendingApprovals: [{ itemId: "call_2", sessionId: "sess_1", approval: request }] })).some((op) => op.op === "approval"));
 
     // the runtime restarted: the call no longer waits, so the prompt goes
     const after = timeline.applySubscription(subscribed());
     assert.ok(after.some((op) => op.op === "approvalClosed" && op.itemId === "call_2" && op.outcome === undefined));
     assert.deepEqual(timeline.snapshot().approvals, []);
+  });
+
+  it("from a server without pendingApprovals, rebuilds the prompt of a call awaiting approval from the item", () => {
+    const timeline = new SessionTimeline("sess_1");
+    const waiting = item({
+      id: "call_4",
+      type: "toolCall",
+      status: "awaitingApproval",
+      toolCall: { callId: "c4", name: "shell", arguments: '{"command": "make test", "workdir": "sub"}' },
+    });
+    const older = { subscriptionId: "sub_1", lastSavedOrdinal: 0, pendingInputs: [], streamingItems: [{ itemIndex: 0, item: waiting }] };
+    const resynced = timeline.applySubscription(older as unknown as SubscribeSessionResult);
+    const approval = resynced.find((op) => op.op === "approval");
+    assert.ok(approval && approval.op === "approval");
+    assert.deepEqual(approval.approval, {
+      itemId: "call_4",
+      sessionId: "sess_1",
+      approval: { tool: "shell", arguments: { command: "make test", workdir: "sub" }, command: "make test", paths: ["sub"] },
+    });
+    const edit = item({ id: "call_3", type: "toolCall", status: "awaitingApproval", toolCall: { callId: "c3", name: "edit", arguments: '{"path": "a.txt"}' } });
+    assert.deepEqual(approvalFromItem(edit), { tool: "edit", arguments: { path: "a.txt" }, paths: ["a.txt"] });
+  });
+
+  it("holds a sub-agent's prompt heard on the parent session, with the sub-agent's sessionId, until it is answered or gone", () => {
+    const parent = new SessionTimeline("sess_main");
+    const request = { tool: "shell", arguments: { command: "touch x" }, reason: "the agent's rule for shell: ask", command: "touch x" };
+    const opened = parent.applyEvents([{ type: "approvalRequested", itemId: "call_sub", sessionId: "sess_sub", approval: request }]);
+    assert.deepEqual(opened, [{ op: "approval", approval: { itemId: "call_sub", sessionId: "sess_sub", approval: request } }], "no call of this session changes");
+    // a resync of the parent: the runtime lists what waits below it too
+    const kept = parent.applySubscription(subscribed({ pendingApprovals: [{ itemId: "call_sub", sessionId: "sess_sub", approval: request }] }));
+    assert.ok(!kept.some((op) => op.op === "approvalClosed"), "the sub-agent's prompt stays although no item of the parent waits");
+    assert.deepEqual(parent.snapshot().approvals.map((a) => [a.itemId, a.sessionId]), [["call_sub", "sess_sub"]]);
+    const by = { kind: "client" as const, name: "VS Code", clientId: "vscode-1" };
+    const closed = parent.applyEvents([{ type: "approvalResolved", itemId: "call_sub", sessionId: "sess_sub", decision: "allowOnce", by }]);
+    assert.deepEqual(closed, [{ op: "approvalClosed", itemId: "call_sub", outcome: { itemId: "call_sub", sessionId: "sess_sub", decision: "allowOnce", by } }]);
+    assert.deepEqual(parent.snapshot().approvals, []);
   });
 
   it("tracks state, the running turn, context and usage", () => {

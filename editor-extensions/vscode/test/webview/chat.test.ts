@@ -6,6 +6,7 @@ import { after, before, describe, it } from "node:test";
 import type { Item } from "../../src/protocol/generated";
 import type { HostMessage } from "../../src/shared/messages";
 import { OPTIONAL_METHODS } from "../../src/client/openvaalaClient";
+import { SessionTimeline } from "../../src/client/timeline";
 import { Replay, loadFixture } from "../support/replay";
 import { WebviewPage } from "../support/webviewPage";
 
@@ -190,6 +191,7 @@ describe("the chat webview in Chromium", { timeout: 60_000 }, () => {
         {
           type: "approvalRequested",
           itemId,
+          sessionId: fixture.sessionId,
           approval: { tool: "shell", arguments: { command, workdir: "build" }, reason: "the agent's rule for shell: ask", command, paths: ["build"] },
         },
       ]);
@@ -207,7 +209,7 @@ describe("the chat webview in Chromium", { timeout: 60_000 }, () => {
       await card.getByRole("button", { name: label, exact: true }).click();
       assert.deepEqual(await page.posted(), [{ type: "approval", itemId, decision }]);
       assert.equal(await card.locator("button:enabled").count(), 0, "answered once");
-      await page.send(replay.apply([{ type: "approvalResolved", itemId, decision, by: { ...other, clientId: fixture.clientId! } }]));
+      await page.send(replay.apply([{ type: "approvalResolved", itemId, sessionId: fixture.sessionId, decision, by: { ...other, clientId: fixture.clientId! } }]));
       assert.equal(await card.count(), 0);
     }
     // allow always is remembered by the conversation (conversationUpdated): the header says what
@@ -241,7 +243,7 @@ describe("the chat webview in Chromium", { timeout: 60_000 }, () => {
     await page.send({ type: "approvalAnswer", itemId: "call_c", outcome: "late", message: "Another window answered first." });
     assert.equal(await card.locator(".approval-status").textContent(), "Another window answered first.");
     assert.equal(await p.locator(".notice").count(), 0, "no error notice");
-    await page.send(replay.apply([{ type: "approvalResolved", itemId: "call_c", decision: "allowOnce", by: other }]));
+    await page.send(replay.apply([{ type: "approvalResolved", itemId: "call_c", sessionId: fixture.sessionId, decision: "allowOnce", by: other }]));
     assert.equal(await card.count(), 0);
 
     // a failed answer gives the buttons back
@@ -255,7 +257,7 @@ describe("the chat webview in Chromium", { timeout: 60_000 }, () => {
     // a prompt of a call on screen: the call says who answered, from another window
     const calls = replay.timeline.snapshot().items.filter((logged) => logged.item.type === "toolCall");
     const lastCall = calls.at(-1)!.item;
-    await page.send(replay.apply([{ type: "approvalResolved", itemId: lastCall.id, decision: "allowAlways", by: other }]));
+    await page.send(replay.apply([{ type: "approvalResolved", itemId: lastCall.id, sessionId: fixture.sessionId, decision: "allowAlways", by: other }]));
     assert.equal(
       await p.locator(`.item-toolCall[data-item-id="${lastCall.id}"] .approval-note`).textContent(),
       "Allowed for this conversation by VS Code (another window)",
@@ -267,6 +269,74 @@ describe("the chat webview in Chromium", { timeout: 60_000 }, () => {
     const fork = (await page.posted())[0];
     assert.ok(fork?.type === "fork" && fork.turnId.startsWith("turn_"));
     assert.equal(await p.locator(".header-actions button[data-action=compact]").count(), 1);
+    assert.deepEqual(page.errors, []);
+  });
+
+  it("shows a sub-agent's prompt in the main view, names the agent that asks, answers it there, and notes who decided on its call", async () => {
+    await page.page.reload();
+    await page.page.waitForFunction(() => (globalThis as unknown as { __posted: unknown[] }).__posted.length > 0);
+    const fixture = loadFixture();
+    const replay = new Replay(fixture);
+    await page.send(...replay.opening());
+    for (const step of replay.steps()) await page.send(...step.messages);
+    const p = page.page;
+    const sub = "sess_helper";
+    const request = { tool: "shell", arguments: { command: "make docs" }, reason: "the agent's rule for shell: ask", command: "make docs" };
+    // the runtime sends a sub-agent's question to the main session's subscribers, usually before
+    // the sub-agent's session reached the view
+    await page.send(replay.apply([{ type: "approvalRequested", itemId: "call_sub", sessionId: sub, approval: request }]));
+    const card = p.locator('.approval-card[data-item-id="call_sub"]');
+    assert.equal(await card.getAttribute("data-session-id"), sub);
+    assert.equal(await card.locator(".approval-reason").textContent(), request.reason);
+    assert.equal(await card.locator(".approval-origin").textContent(), "Asked by the sub-agent (starting…) Show the call");
+
+    // its session arrives (its own subscription holds the waiting call and the prompt too)
+    const last = replay.timeline.snapshot().items.at(-1)!;
+    const call: Item = {
+      id: "call_sub",
+      conversationId: replay.conversation.id,
+      sessionId: sub,
+      type: "toolCall",
+      status: "streaming",
+      createdAt: last.item.createdAt,
+      toolCall: { callId: "c9", name: "shell", arguments: '{"command": "make docs"}' },
+    };
+    const child = new SessionTimeline(sub);
+    child.applyEvents([
+      { type: "itemStarted", itemIndex: 0, item: call },
+      { type: "approvalRequested", itemId: "call_sub", sessionId: sub, approval: request },
+    ]);
+    const session = { id: sub, conversationId: replay.conversation.id, agentName: "helper", createdAt: call.createdAt, model: {}, parentSessionId: fixture.sessionId };
+    await page.send({ type: "session", session, anchor: last.ordinal, snapshot: child.snapshot() });
+    assert.equal(await card.locator(".approval-agent").textContent(), "helper");
+    assert.equal(await card.getAttribute("aria-label"), "Allow shell? Asked by the sub-agent helper");
+    assert.equal(await p.locator(".approval-card").count(), 1, "one card, though both sessions hold the prompt");
+    const nestedCall = p.locator(`details.subsession[data-session-id=${sub}] .item-toolCall[data-item-id="call_sub"]`);
+    assert.equal(await nestedCall.getAttribute("data-status"), "awaitingApproval");
+    await page.screenshot("chat-approval-subagent");
+
+    // "Show the call" unfolds the sub-agent's session
+    const nested = p.locator(`details.subsession[data-session-id=${sub}]`);
+    await nested.evaluate((element) => ((element as unknown as { open: boolean }).open = false));
+    await card.locator("button[data-action=reveal]").click();
+    assert.equal(await nested.evaluate((element) => (element as unknown as { open: boolean }).open), true);
+
+    // answered from the main view, like any prompt
+    await page.clearPosted();
+    await card.getByRole("button", { name: "Allow once", exact: true }).click();
+    assert.deepEqual(await page.posted(), [{ type: "approval", itemId: "call_sub", decision: "allowOnce" }]);
+    // approvalResolved heard on the main session (the sub-agent's own subscription may lag): the
+    // prompt closes and the sub-agent's call says who decided
+    const by = { kind: "client" as const, name: "VS Code", clientId: fixture.clientId! };
+    await page.send(replay.apply([{ type: "approvalResolved", itemId: "call_sub", sessionId: sub, decision: "allowOnce", by }]));
+    assert.equal(await card.count(), 0);
+    assert.equal(await nestedCall.locator(".approval-note").textContent(), "Allowed once by VS Code (this window)");
+    // the same event on the sub-agent's subscription changes nothing more
+    const ops = child.applyEvents([{ type: "approvalResolved", itemId: "call_sub", sessionId: sub, decision: "allowOnce", by }]);
+    await page.send({ type: "ops", sessionId: sub, ops });
+    assert.equal(await p.locator(".approval-card").count(), 0);
+    assert.equal(await nestedCall.getAttribute("data-status"), "streaming");
+    assert.equal(await nestedCall.locator(".approval-note").count(), 1);
     assert.deepEqual(page.errors, []);
   });
 
@@ -309,7 +379,7 @@ describe("the chat webview in Chromium", { timeout: 60_000 }, () => {
     await settled();
     assert.ok((await distance()) < 2, "at the bottom after the run");
     const ask = (itemId: string) =>
-      replay.apply([{ type: "approvalRequested", itemId, approval: { tool: "shell", arguments: { command: "make" }, command: "make" } }]);
+      replay.apply([{ type: "approvalRequested", itemId, sessionId: replay.fixture.sessionId, approval: { tool: "shell", arguments: { command: "make" }, command: "make" } }]);
     await page.send(ask("call_room"));
     await settled();
     assert.ok((await distance()) < 2, "still at the bottom when the prompt took room from the timeline");
@@ -320,7 +390,7 @@ describe("the chat webview in Chromium", { timeout: 60_000 }, () => {
       const timeline = document.querySelector(".timeline") as HTMLElement;
       return timeline.scrollHeight - timeline.scrollTop - timeline.clientHeight > 300;
     });
-    await page.send(replay.apply([{ type: "approvalResolved", itemId: "call_room", decision: "deny", by: { kind: "user" } }]), ask("call_more"));
+    await page.send(replay.apply([{ type: "approvalResolved", itemId: "call_room", sessionId: replay.fixture.sessionId, decision: "deny", by: { kind: "user" } }]), ask("call_more"));
     await settled();
     assert.ok((await distance()) > 300, "the view stays where the user scrolled");
   });
@@ -336,7 +406,7 @@ describe("the chat webview in Chromium", { timeout: 60_000 }, () => {
     const p = page.page;
     assert.equal(await p.locator("button[data-action=fork]").count(), 0);
     assert.equal(await p.locator("button[data-action=compact]").count(), 0);
-    await page.send(replay.apply([{ type: "approvalRequested", itemId: "call_z", approval: { tool: "edit", arguments: { path: "a" } } }]));
+    await page.send(replay.apply([{ type: "approvalRequested", itemId: "call_z", sessionId: fixture.sessionId, approval: { tool: "edit", arguments: { path: "a" } } }]));
     const card = p.locator(".approval-card");
     assert.equal(await card.locator("button:enabled").count(), 0, "no answer can be sent without answerApproval");
     assert.match((await card.textContent()) ?? "", /cannot take answers yet/);

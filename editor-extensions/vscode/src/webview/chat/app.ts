@@ -1,6 +1,6 @@
 // The chat webview: the conversation list, or one open conversation with its input box. It renders
 // what the extension host sends and posts back what the user asks; no protocol logic lives here.
-import type { TimelineOp } from "../../client/timeline";
+import type { ApprovalOutcome, TimelineOp } from "../../client/timeline";
 import type { Conversation, Session } from "../../protocol/generated";
 import type { ConnectionStatus, FixAction, FolderInfo, HostMessage, ViewMessage } from "../../shared/messages";
 import { clear, h, icon } from "../dom";
@@ -31,6 +31,9 @@ export class ChatApp {
   private main: SessionView | undefined;
   private mainSessionId = "";
   private readonly sessions = new Map<string, SessionView>();
+  /** How sub-agents' approvals ended, heard on a session above theirs: for their calls' views,
+   * which may reach the view only later. */
+  private readonly subAgentOutcomes = new Map<string, ApprovalOutcome>();
   private conversation: Conversation | undefined;
   private stickToBottom = true;
   private running = false;
@@ -67,7 +70,14 @@ export class ChatApp {
     new ResizeObserver(() => this.keepAtBottom()).observe(this.timeline);
     this.notices = h("div", { class: "notices" });
     this.pending = new PendingPanel(post, supports);
-    this.approvals = new ApprovalPanel(post, supports);
+    this.approvals = new ApprovalPanel(post, supports, {
+      origin: (sessionId) => {
+        if (sessionId === this.mainSessionId) return undefined;
+        const agentName = this.sessions.get(sessionId)?.session.agentName;
+        return agentName ? { agentName } : {};
+      },
+      reveal: (sessionId, itemId) => this.reveal(sessionId, itemId),
+    });
     this.composer = new Composer({
       submit: (content, mode) => this.post({ type: "submit", content, mode }),
       interrupt: () => this.post({ type: "interrupt" }),
@@ -218,6 +228,7 @@ export class ChatApp {
     if (!same) {
       clear(this.timeline);
       this.sessions.clear();
+      this.subAgentOutcomes.clear();
       this.main = undefined;
       this.pending.reset([]);
       this.approvals.reset([]);
@@ -244,6 +255,7 @@ export class ChatApp {
         parent !== undefined,
       );
       this.sessions.set(session.id, view);
+      for (const outcome of this.subAgentOutcomes.values()) if (outcome.sessionId === session.id) view.noteOutcome(outcome);
       if (parent) parent.addChild(view, anchor);
       else if (session.id === this.mainSessionId || !this.main) {
         this.main = view;
@@ -253,6 +265,7 @@ export class ChatApp {
       }
     }
     view.renderSnapshot(snapshot);
+    for (const outcome of snapshot.outcomes) if (outcome.sessionId !== session.id) this.noteSubAgentOutcome(outcome);
     if (session.id === this.mainSessionId) {
       this.pending.reset(snapshot.pending);
       this.approvals.reset(snapshot.approvals);
@@ -263,7 +276,26 @@ export class ChatApp {
     } else {
       for (const approval of snapshot.approvals) this.approvals.add(approval);
     }
+    this.approvals.refreshOrigins(); // a sub-agent's prompt may have come before its session
     this.keepAtBottom(true);
+  }
+
+  /** A sub-agent's approval ended, as heard on a session above it: its call says who decided. */
+  private noteSubAgentOutcome(outcome: ApprovalOutcome): void {
+    this.subAgentOutcomes.set(outcome.itemId, outcome);
+    this.sessions.get(outcome.sessionId)?.noteOutcome(outcome);
+  }
+
+  /** Shows a sub-agent's waiting call: its session unfolded, the call in view. */
+  private reveal(sessionId: string, itemId: string): void {
+    const view = this.sessions.get(sessionId);
+    if (!view) return;
+    for (let element: HTMLElement | null = view.element; element && element !== this.timeline; element = element.parentElement) {
+      if (element instanceof HTMLDetailsElement) element.open = true;
+    }
+    const call = view.element.querySelector<HTMLElement>(`[data-item-id="${CSS.escape(itemId)}"]`) ?? view.element;
+    this.stickToBottom = false;
+    call.scrollIntoView({ block: "center" });
   }
 
   private applyOps(sessionId: string, ops: TimelineOp[]): void {
@@ -287,6 +319,7 @@ export class ChatApp {
         return;
       case "approvalClosed":
         this.approvals.remove(op.itemId);
+        if (op.outcome && op.outcome.sessionId !== sessionId) this.noteSubAgentOutcome(op.outcome);
         return;
       case "status":
         if (!main) return;

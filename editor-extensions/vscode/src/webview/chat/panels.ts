@@ -74,6 +74,15 @@ function describeArguments(value: unknown): string {
 
 type Decision = "allowOnce" | "allowAlways" | "deny";
 
+/** Where a prompt comes from, for the card: the main session's own calls say nothing; a sub-agent's
+ * say which agent asks (`agentName` is unknown until its session reaches the view). */
+export interface ApprovalOrigins {
+  /** undefined: the main session's; else the sub-agent session's agent name, if known yet. */
+  origin(sessionId: string): { agentName?: string } | undefined;
+  /** Shows the waiting call in its (nested) session. */
+  reveal(sessionId: string, itemId: string): void;
+}
+
 /** Approval prompts of the open conversation (its sub-agent sessions included). A prompt closes in
  * every window as soon as one answers (`approvalResolved`), and from a snapshot when it is over. */
 export class ApprovalPanel {
@@ -83,6 +92,7 @@ export class ApprovalPanel {
   constructor(
     private readonly post: (message: ViewMessage) => void,
     private readonly supports: (method: string) => boolean,
+    private readonly origins: ApprovalOrigins,
   ) {
     this.element = h("div", { class: "approval-panel", hidden: true, role: "region", "aria-label": "Approvals" });
   }
@@ -97,7 +107,7 @@ export class ApprovalPanel {
     return this.cards.has(itemId);
   }
 
-  add({ itemId, approval }: Approval): void {
+  add({ itemId, sessionId, approval }: Approval): void {
     if (this.cards.has(itemId)) return; // the same prompt again (a snapshot after the event): keep its state
     const answerable = this.supports("openvaala/answerApproval");
     const status = h("div", { class: "approval-status muted", role: "status" });
@@ -164,10 +174,12 @@ export class ApprovalPanel {
         "Deny",
       ),
     );
+    const origin = h("div", { class: "approval-origin", hidden: true });
     const card = h(
       "div",
-      { class: "approval-card", "data-item-id": itemId, role: "alertdialog", "aria-label": `Allow ${approval.tool}?` },
+      { class: "approval-card", "data-item-id": itemId, "data-session-id": sessionId, role: "alertdialog", "aria-label": `Allow ${approval.tool}?` },
       h("div", { class: "approval-title" }, "Allow ", h("code", {}, approval.tool), "?"),
+      origin,
       approval.reason ? h("div", { class: "approval-reason" }, approval.reason) : null,
       approval.command ? h("pre", { class: "tool-command" }, h("span", { class: "prompt" }, "$ "), approval.command) : null,
       approval.paths && approval.paths.length ? h("ul", { class: "approval-paths" }, ...approval.paths.map((path) => h("li", {}, path))) : null,
@@ -178,8 +190,37 @@ export class ApprovalPanel {
       answerable ? null : h("div", { class: "muted" }, "This server cannot take answers yet (no openvaala/answerApproval)."),
     );
     this.cards.set(itemId, card);
+    this.showOrigin(card);
     this.element.append(card);
     this.element.hidden = false;
+  }
+
+  /** Says which sub-agent asks, on every card (again when a sub-agent's session reached the view). */
+  refreshOrigins(): void {
+    for (const card of this.cards.values()) this.showOrigin(card);
+  }
+
+  private showOrigin(card: HTMLElement): void {
+    const element = card.querySelector<HTMLElement>(".approval-origin");
+    const sessionId = card.dataset.sessionId;
+    const itemId = card.dataset.itemId;
+    if (!element || !sessionId || !itemId) return;
+    const origin = this.origins.origin(sessionId);
+    element.hidden = origin === undefined;
+    element.replaceChildren();
+    if (origin === undefined) return;
+    const tool = card.querySelector(".approval-title code")?.textContent ?? "tool";
+    card.setAttribute("aria-label", `Allow ${tool}? Asked by the sub-agent ${origin.agentName ?? ""}`.trimEnd());
+    element.append(
+      "Asked by the sub-agent ",
+      origin.agentName ? h("strong", { class: "approval-agent" }, origin.agentName) : h("span", { class: "muted" }, "(starting…)"),
+      " ",
+      h(
+        "button",
+        { class: "link-button", "data-action": "reveal", title: "Show the call in the sub-agent's session", onclick: () => this.origins.reveal(sessionId, itemId) },
+        "Show the call",
+      ),
+    );
   }
 
   /** What became of this window's answer when it did not count (another window was first, the

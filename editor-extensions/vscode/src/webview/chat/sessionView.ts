@@ -113,6 +113,12 @@ export class SessionView {
     }
   }
 
+  /** How an approval of this session's call ended, heard elsewhere (on a session above it). */
+  noteOutcome(outcome: ApprovalOutcome): void {
+    this.outcomes.set(outcome.itemId, outcome);
+    this.showOutcome(this.views.get(outcome.itemId));
+  }
+
   /** Renders pending deltas now. */
   flush(): void {
     for (const view of this.views.values()) view.flush();
