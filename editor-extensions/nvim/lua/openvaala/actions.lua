@@ -60,6 +60,14 @@ local function target(conv)
     util.error("this conversation was deleted")
     return nil
   end
+  if not conversation.is_current(conv) then -- its buffer was closed (e.g. from a message buffer)
+    local server = client.ready()
+    if not server then
+      return nil
+    end
+    conv = show(server, conv.id, nil, { focus = false })
+    return conv.status == "ready" and conv or nil
+  end
   if conv.server.dead or conv.status == "disconnected" then
     local server = client.ready()
     if not server or not conv:attach(server) then
@@ -148,7 +156,9 @@ local function submit(text, opts)
     end
     return util.request_error("sending", err)
   end
-  view.show(conv, { focus = false })
+  if conversation.is_current(conv) then -- unless its buffer was closed while it was sent
+    view.show(conv, { focus = false })
+  end
   return conv
 end
 

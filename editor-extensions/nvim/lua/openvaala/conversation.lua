@@ -50,6 +50,11 @@ function M.last()
   end
 end
 
+--- Whether `conv` is the one object of its id in use (not closed with its buffer).
+function M.is_current(conv)
+  return conv ~= nil and registry[conv.id] == conv
+end
+
 function M.touch(conv)
   last_active = conv
 end
