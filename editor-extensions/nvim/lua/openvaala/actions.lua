@@ -109,7 +109,9 @@ local function create(agent_name, opts)
     agent = async.select(agents, {
       prompt = "openvaala: new conversation with",
       format_item = function(a)
-        return a.description and a.description ~= "" and (a.name .. " — " .. a.description) or a.name
+        local label = a.description and a.description ~= "" and (a.name .. " — " .. a.description) or a.name
+        local policy = util.policy_text(a) -- as defined; none: the runtime's defaults
+        return policy and (label .. "  [" .. policy .. "]") or label
       end,
     })
     if not agent then
@@ -321,7 +323,7 @@ M.answer = task(function(decision, message)
     waiting = conv.approvals[1]
   else
     waiting = pick(conv.approvals, "openvaala: answer", function(w)
-      return events.approval_summary(w.approval)
+      return events.approval_label(conv, w)
     end, "no approval is pending")
   end
   if not waiting then
