@@ -60,6 +60,14 @@ local function target(conv)
     util.error("this conversation was deleted")
     return nil
   end
+  if not conversation.is_current(conv) then -- its buffer was closed (e.g. from a message buffer)
+    local server = client.ready()
+    if not server then
+      return nil
+    end
+    conv = show(server, conv.id, nil, { focus = false })
+    return conv.status == "ready" and conv or nil
+  end
   if conv.server.dead or conv.status == "disconnected" then
     local server = client.ready()
     if not server or not conv:attach(server) then
@@ -101,7 +109,9 @@ local function create(agent_name, opts)
     agent = async.select(agents, {
       prompt = "openvaala: new conversation with",
       format_item = function(a)
-        return a.description and a.description ~= "" and (a.name .. " — " .. a.description) or a.name
+        local label = a.description and a.description ~= "" and (a.name .. " — " .. a.description) or a.name
+        local policy = util.policy_text(a) -- as defined; none: the runtime's defaults
+        return policy and (label .. "  [" .. policy .. "]") or label
       end,
     })
     if not agent then
@@ -148,7 +158,9 @@ local function submit(text, opts)
     end
     return util.request_error("sending", err)
   end
-  view.show(conv, { focus = false })
+  if conversation.is_current(conv) then -- unless its buffer was closed while it was sent
+    view.show(conv, { focus = false })
+  end
   return conv
 end
 
@@ -311,7 +323,7 @@ M.answer = task(function(decision, message)
     waiting = conv.approvals[1]
   else
     waiting = pick(conv.approvals, "openvaala: answer", function(w)
-      return events.approval_summary(w.approval)
+      return events.approval_label(conv, w)
     end, "no approval is pending")
   end
   if not waiting then

@@ -22,6 +22,7 @@ local M = {}
 ---@field title string
 ---@field session_id string? the main session
 ---@field session table? its Session
+---@field sessions table<string, table> every Session of the conversation known here, by id
 ---@field state string idle | running | compacting | closed
 ---@field context table ContextUsage {source, tokens, window}
 ---@field usage table? TokenUsage of the session
@@ -30,7 +31,8 @@ local M = {}
 ---@field turn table? the running or last turn
 ---@field streaming table[] {itemIndex, item} of the running turn
 ---@field pending table[] {item, mode, turnId?} inputs not yet taken
----@field approvals table[] {itemId, approval} waiting for an answer
+---@field approvals table[] {itemId, sessionId, approval} waiting for an answer: the main
+---session's and its sub-agents' (their approvals reach the main session's subscribers too)
 ---@field notices table[] {level, text} errors and news of the current turn
 ---@field status "loading"|"ready"|"resyncing"|"disconnected"|"deleted"
 local Conversation = {}
@@ -48,6 +50,11 @@ function M.last()
   if last_active and registry[last_active.id] == last_active then
     return last_active
   end
+end
+
+--- Whether `conv` is the one object of its id in use (not closed with its buffer).
+function M.is_current(conv)
+  return conv ~= nil and registry[conv.id] == conv
 end
 
 function M.touch(conv)
@@ -68,6 +75,7 @@ function M.of(server, id, record)
       state = "idle",
       context = { source = "unknown", tokens = 0, window = 0 },
       log = {},
+      sessions = {},
       last_ordinal = 0,
       footers = {},
       streaming = {},
@@ -118,9 +126,41 @@ function Conversation:set_record(record)
   self.title = record.title or self.title
 end
 
+--- Remembers a Session of the conversation (the main one or a sub-agent's).
+function Conversation:add_session(session)
+  if type(session) == "table" and type(session.id) == "string" then
+    self.sessions[session.id] = session
+  end
+end
+
+--- The sub-agent session `session_id` names (nil for the main session), as far as it is known:
+--- its Session, or `{id}` while it is looked up (`getSessionById`; shown once found).
+function Conversation:sub_agent(session_id)
+  if not session_id or session_id == self.session_id then
+    return nil
+  end
+  local session = self.sessions[session_id]
+  if session then
+    return session
+  end
+  self.looked_up = self.looked_up or {}
+  if not self.looked_up[session_id] and self.server and not self.server.dead then
+    self.looked_up[session_id] = true -- once: a session the server does not know stays unnamed
+    async.run(function()
+      local found = self.server:call("getSessionById", { sessionId = session_id })
+      if found and found.id == session_id then
+        self:add_session(found)
+        self:changed()
+      end
+    end)
+  end
+  return { id = session_id }
+end
+
 function Conversation:set_info(info)
   self.info = info
   self.session = info.session
+  self:add_session(info.session)
   self.state = info.state or self.state
   if info.context and (info.context.source ~= "unknown" or (info.context.window or 0) > 0) then
     self.context = info.context
@@ -243,6 +283,7 @@ function Conversation:_sync_conversation()
   self.title = snap.title or self.title
   local main
   for _, info in ipairs(snap.sessions or {}) do
+    self:add_session(info.session)
     if info.session.id == self.session_id or (not self.session_id and not info.session.parentSessionId) then
       main = main or info
     end
@@ -385,22 +426,14 @@ function Conversation:_sync_session()
     self.turn = turns[previous]
   end
   self.streaming = {}
-  local approvals = {}
   for _, streaming in ipairs(snap.streamingItems or {}) do
     table.insert(self.streaming, streaming)
-    if streaming.item.status == "awaitingApproval" then
-      -- waiting since before this subscription: what it asks, as the event would say it (the
-      -- event's details are kept when this editor saw it)
-      local known = events.index_of(self.approvals, function(a)
-        return a.itemId == streaming.item.id
-      end)
-      table.insert(approvals, known and self.approvals[known] or {
-        itemId = streaming.item.id,
-        approval = events.approval_of_item(streaming.item),
-      })
-    end
   end
-  self.approvals = approvals
+  -- what waits now, in the main session and its sub-agents' (events after the snapshot follow)
+  self.approvals = {}
+  for _, waiting in ipairs(snap.pendingApprovals or {}) do
+    events.add_approval(self, waiting.itemId, waiting.sessionId, waiting.approval)
+  end
   self.pending = {}
   for _, pending in ipairs(snap.pendingInputs or {}) do
     table.insert(self.pending, pending)

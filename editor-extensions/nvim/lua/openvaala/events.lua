@@ -44,6 +44,20 @@ function M.approval_summary(approval)
   return ("%s%s"):format(approval.tool or "a tool", what and (" `" .. what .. "`") or "")
 end
 
+--- `sub-agent helper` for an approval a sub-agent's session asks for; nil for the main session's.
+function M.asker(conv, waiting)
+  local session = conv:sub_agent(waiting.sessionId)
+  if session then
+    return session.agentName and ("sub-agent " .. session.agentName) or ("a sub-agent (" .. session.id .. ")")
+  end
+end
+
+--- `shell `echo hi`` or `shell `echo hi` (sub-agent helper)`: an approval and who asks.
+function M.approval_label(conv, waiting)
+  local asker = M.asker(conv, waiting)
+  return M.approval_summary(waiting.approval or {}) .. (asker and (" (" .. asker .. ")") or "")
+end
+
 --- Whether `by` (an Address) is this editor's connection.
 function M.is_me(conv, by)
   return type(by) == "table" and by.kind == "client" and conv.server ~= nil and by.clientId == conv.server.openvaala_id
@@ -65,36 +79,18 @@ function M.resolution(decision, by)
   return ("%s by %s"):format(verb, by.name or by.kind or "?")
 end
 
---- Records an approval request (again: replaced), oldest first.
-function M.add_approval(conv, item_id, approval)
+--- Records an approval request (again: replaced), oldest first. `session_id`: the session whose
+--- tool call waits (the main session's, or a sub-agent's).
+function M.add_approval(conv, item_id, session_id, approval)
+  local waiting = { itemId = item_id, sessionId = session_id, approval = approval or {} }
   local i = M.index_of(conv.approvals, function(a)
     return a.itemId == item_id
   end)
   if i then
-    conv.approvals[i].approval = approval
+    conv.approvals[i] = waiting
   else
-    table.insert(conv.approvals, { itemId = item_id, approval = approval })
+    table.insert(conv.approvals, waiting)
   end
-end
-
---- What a tool call item waiting for approval (from a `subscribeSession` snapshot) asks:
---- the same shape as `approvalRequested.approval`, rebuilt from the call.
-function M.approval_of_item(item)
-  local call = item.toolCall or {}
-  local ok, args = pcall(vim.json.decode, call.arguments or "")
-  args = ok and type(args) == "table" and args or {}
-  local paths = {}
-  for _, key in ipairs({ "path", "file_path", "workdir" }) do
-    if type(args[key]) == "string" then
-      table.insert(paths, args[key])
-    end
-  end
-  return {
-    tool = call.name,
-    arguments = args,
-    command = call.name == "shell" and type(args.command) == "string" and args.command or nil,
-    paths = #paths > 0 and paths or nil,
-  }
 end
 
 -- Session events
@@ -153,11 +149,12 @@ function session_handlers.turnCompleted(conv, e)
     end
   end
   conv:add_footer(e.turn)
-  -- an approval of a call that is no longer streaming was decided (its approvalResolved came first)
+  -- an approval of a call that is no longer streaming was decided (its approvalResolved came
+  -- first); a sub-agent's ran inside this turn, so it was decided too
   for i = #conv.approvals, 1, -1 do
-    local id = conv.approvals[i].itemId
-    if not M.index_of(conv.streaming, function(s)
-      return s.item.id == id
+    local waiting = conv.approvals[i]
+    if conv:sub_agent(waiting.sessionId) or not M.index_of(conv.streaming, function(s)
+      return s.item.id == waiting.itemId
     end) then
       table.remove(conv.approvals, i)
     end
@@ -195,22 +192,26 @@ end
 
 function session_handlers.approvalRequested(conv, e)
   local approval = e.approval or {}
-  set_streaming_status(conv, e.itemId, "awaitingApproval")
-  M.add_approval(conv, e.itemId, approval)
-  util.warn(
-    ("%s wants to run %s: :Openvaala approve, or :Openvaala deny"):format(
-      conv.title ~= "" and conv.title or "the agent",
-      M.approval_summary(approval)
-    )
-  )
+  if not conv:sub_agent(e.sessionId) then -- a sub-agent's item is not among this session's
+    set_streaming_status(conv, e.itemId, "awaitingApproval")
+  end
+  M.add_approval(conv, e.itemId, e.sessionId, approval)
+  local who = conv.title ~= "" and conv.title or "the agent"
+  local asker = M.asker(conv, { sessionId = e.sessionId })
+  if asker then
+    who = conv.title ~= "" and ("%s of %s"):format(asker, conv.title) or asker
+  end
+  util.warn(("%s wants to run %s: :Openvaala approve, or :Openvaala deny"):format(who, M.approval_summary(approval)))
 end
 
 function session_handlers.approvalResolved(conv, e)
   local waiting = remove_where(conv.approvals, function(a)
     return a.itemId == e.itemId
   end)
-  set_streaming_status(conv, e.itemId, "streaming")
-  local what = waiting and M.approval_summary(waiting.approval) or "the tool call"
+  if not conv:sub_agent(e.sessionId) then
+    set_streaming_status(conv, e.itemId, "streaming")
+  end
+  local what = waiting and M.approval_label(conv, waiting) or "the tool call"
   local text = ("%s: %s"):format(what, M.resolution(e.decision, e.by))
   conv:notice("info", text)
   local by = type(e.by) == "table" and e.by or {}
@@ -249,10 +250,13 @@ local conversation_handlers = {
   sessionUpdated = function(conv, e)
     if e.info and e.info.session and e.info.session.id == conv.session_id then
       conv:set_info(e.info)
+    elseif e.info then
+      conv:add_session(e.info.session)
     end
   end,
   sessionAdded = function(conv, e)
     local session = e.session or {}
+    conv:add_session(session)
     if session.parentSessionId then
       conv:notice("info", ("sub-agent %s started"):format(session.agentName or "?"))
     end

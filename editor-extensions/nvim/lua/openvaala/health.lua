@@ -1,5 +1,5 @@
 --- `:checkhealth openvaala`: the server (found, version, protocol), a model, the sandbox (as the
---- server reports it in its capabilities).
+--- server reports it in its capabilities), the agents' permissions and sandbox.
 local client = require("openvaala.client")
 local config = require("openvaala.config")
 local util = require("openvaala.util")
@@ -122,6 +122,32 @@ local function check_models(server)
   end
 end
 
+--- The agents with their permissions and sandbox as defined (`listAgents`; absent: the defaults).
+local function check_agents(server)
+  local health = vim.health
+  local listed, err = call(server, "listAgents")
+  if err then
+    health.error("listAgents failed: " .. err.message, { "Run `openvaala doctor` in a terminal" })
+    return
+  end
+  for _, agent in ipairs(listed.agents or {}) do
+    local off = type(agent.sandbox) == "table" and agent.sandbox.mode == "off"
+    local permissions = util.permissions_text(agent.permissions)
+      or (off and "the defaults (every call runs)" or "the defaults (the shell runs in the sandbox; leaving it asks)")
+    local sandbox = util.sandbox_text(agent.sandbox) or "sandbox workspace-write, no network (the default)"
+    health.info(("agent %s: permissions %s; %s"):format(agent.name, permissions, sandbox))
+    if off then
+      health.warn(("agent %s runs shell commands without a sandbox (sandbox.mode = \"off\")"):format(agent.name))
+    end
+    if util.asks(agent.permissions) and not config.options.approvals then
+      health.warn(
+        ("agent %s asks before some tool calls, and this Neovim does not answer approvals"):format(agent.name),
+        { "Those calls are refused unless another editor that answers watches the conversation" }
+      )
+    end
+  end
+end
+
 --- Whether shell commands can run in the sandbox: `capabilities.experimental.openvaala.sandbox =
 --- {usable, reason}` of the initialize result.
 local function check_sandbox(server)
@@ -159,6 +185,7 @@ function M.check()
   end
   check_models(server)
   check_sandbox(server)
+  check_agents(server)
   if config.options.approvals then
     health.ok(("approvals: this Neovim answers them (as %q): :Openvaala approve / deny"):format(config.options.client_name))
   else

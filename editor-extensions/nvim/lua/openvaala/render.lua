@@ -1,6 +1,7 @@
 --- Turns a conversation into buffer lines, with a highlight group and a fold level per line.
 --- Pure functions: no buffers here (see view.lua).
 local config = require("openvaala.config")
+local events = require("openvaala.events")
 local util = require("openvaala.util")
 
 local M = {}
@@ -222,7 +223,9 @@ function M.live(conv)
   for _, waiting in ipairs(conv.approvals) do
     local approval = waiting.approval
     local what = approval.command or M.tool_summary(type(approval.arguments) == "string" and approval.arguments or vim.json.encode(approval.arguments or vim.empty_dict()))
-    out:add(("⚠ approval needed: %s %s"):format(approval.tool or "tool", what), "OpenvaalaApproval")
+    local asker = events.asker(conv, waiting)
+    local who = asker and (" (" .. asker .. ")") or ""
+    out:add(("⚠ approval needed%s: %s %s"):format(who, approval.tool or "tool", what), "OpenvaalaApproval")
     if approval.reason then
       out:add("  " .. approval.reason, "OpenvaalaApproval")
     end

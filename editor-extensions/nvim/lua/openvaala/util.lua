@@ -88,6 +88,55 @@ function M.text_of(item)
   return table.concat(parts)
 end
 
+--- An agent's `permissions` (from `listAgents`) as `shell: ask, default: allow`; nil when the
+--- agent defines none (the runtime's defaults: the shell runs in the sandbox, leaving it asks).
+function M.permissions_text(permissions)
+  if type(permissions) ~= "table" then
+    return nil
+  end
+  local parts = {}
+  local tools = type(permissions.tools) == "table" and permissions.tools or {}
+  local names = vim.tbl_keys(tools)
+  table.sort(names)
+  for _, name in ipairs(names) do
+    parts[#parts + 1] = ("%s: %s"):format(name, tools[name])
+  end
+  if permissions.default then
+    parts[#parts + 1] = "default: " .. permissions.default
+  end
+  return #parts > 0 and table.concat(parts, ", ") or nil
+end
+
+--- An agent's `sandbox` (from `listAgents`) as `sandbox read-only, network`; nil when the agent
+--- defines none (the default: workspace-write without network).
+function M.sandbox_text(sandbox)
+  if type(sandbox) ~= "table" or not sandbox.mode then
+    return nil
+  end
+  if sandbox.mode == "off" then
+    return "no sandbox"
+  end
+  return ("sandbox %s%s"):format(sandbox.mode, sandbox.network and ", network" or "")
+end
+
+--- What an agent may do as defined (`shell: ask, default: allow · sandbox read-only`); nil when
+--- it defines neither permissions nor a sandbox.
+function M.policy_text(agent)
+  local parts = {}
+  parts[#parts + 1] = M.permissions_text(agent.permissions)
+  parts[#parts + 1] = M.sandbox_text(agent.sandbox)
+  return #parts > 0 and table.concat(parts, " · ") or nil
+end
+
+--- Whether an agent's permissions ask before some tool call.
+function M.asks(permissions)
+  if type(permissions) ~= "table" then
+    return false
+  end
+  local tools = type(permissions.tools) == "table" and permissions.tools or {}
+  return permissions.default == "ask" or vim.tbl_contains(vim.tbl_values(tools), "ask")
+end
+
 local counter = 0
 --- A fresh idempotency key for `submitInput`.
 function M.input_id()

@@ -208,7 +208,14 @@ function M.buffer(conv)
   end
   local name = "openvaala://conversation/" .. conv.id
   local buf = vim.fn.bufnr(name)
-  if buf == -1 or views[buf] then
+  local stale = buf ~= -1 and views[buf]
+  if stale then -- an object of this conversation that is no longer in use: take over its buffer
+    views[buf] = nil
+    vim.api.nvim_clear_autocmds({ group = group, buffer = buf })
+    vim.api.nvim_buf_clear_namespace(buf, ns, 0, -1)
+    stale.conv:detach()
+  end
+  if buf == -1 then
     buf = vim.api.nvim_create_buf(true, true)
     vim.api.nvim_buf_set_name(buf, name)
   else

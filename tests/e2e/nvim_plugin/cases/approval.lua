@@ -46,6 +46,8 @@ H.check("the tool call says it waits", text:find("⚙ shell echo approved-run �
 H.check("the statusline says an approval is needed", statusline():find("approval needed", 1, true), statusline())
 H.check("the user was told", H.notified("wants to run shell `echo approved-run`"))
 H.equal("one approval is waiting", #conv.approvals, 1)
+H.equal("of the main session (approvalRequested.sessionId)", conv.approvals[1].sessionId, conv.session_id)
+H.check("with the reason the runtime gave", text:find("⚠ approval needed: shell echo approved-run\n  the agent's rule for shell: ask\n", 1, true), text)
 vim.cmd("Openvaala approve!")
 text = H.wait_text("the first turn", buf, turn(1))
 H.check("the command ran", text:find("    approved-run", 1, true), text)

@@ -1,8 +1,25 @@
 -- :checkhealth openvaala with a server and a model: where the server is, its version and
--- protocol, the models, the sandbox (from the server's capabilities), approvals.
+-- protocol, the models, the sandbox (from the server's capabilities), the agents' permissions and
+-- sandbox (from listAgents), approvals.
 local H = require("openvaala_test.harness")
 local model = H.fake_model()
-H.write_config(model)
+H.write_config(model, table.concat({
+  "[[agents]]",
+  'name = "careful"',
+  "[agents.permissions]",
+  'default = "allow"',
+  "[agents.permissions.tools]",
+  'shell = "ask"',
+  'write_file = "deny"',
+  "[agents.sandbox]",
+  'mode = "read-only"',
+  "network = true",
+  "",
+  "[[agents]]",
+  'name = "loose"',
+  "[agents.sandbox]",
+  'mode = "off"',
+}, "\n"))
 require("openvaala").setup({})
 
 vim.cmd("checkhealth openvaala")
@@ -22,6 +39,21 @@ H.check("the server reports its sandbox in its capabilities", type(sandbox) == "
 local expected = (sandbox.usable and "OK sandbox usable" or "WARNING sandbox not usable") .. (sandbox.reason and sandbox.reason ~= "" and (": " .. sandbox.reason) or "")
 H.check("reports the sandbox from the capabilities", report:find(expected, 1, true), report)
 H.check("says this editor answers approvals", report:find('OK approvals: this Neovim answers them (as "Neovim")', 1, true), report)
+H.check("each agent's permissions and sandbox as defined",
+  report:find("agent careful: permissions shell: ask, write_file: deny, default: allow; sandbox read-only, network", 1, true), report)
+H.check("an agent without permissions: the defaults",
+  report:find("agent loose: permissions the defaults (every call runs); no sandbox", 1, true), report)
+H.check("an agent without a sandbox is a warning",
+  report:find('WARNING agent loose runs shell commands without a sandbox (sandbox.mode = "off")', 1, true), report)
+H.check("no warning about approvals while this Neovim answers them", not report:find("does not answer approvals", 1, true), report)
+
+-- approvals = false: an agent that asks is a warning
+require("openvaala.config").options.approvals = false
+vim.cmd("checkhealth openvaala")
+report = H.text(0)
+H.check("an agent that asks, and nobody here to answer",
+  report:find("WARNING agent careful asks before some tool calls, and this Neovim does not answer approvals", 1, true), report)
+require("openvaala.config").options.approvals = true
 
 -- the key check: a model whose key variable is unset is a warning
 vim.env.FAKE_API_KEY = nil
