@@ -178,6 +178,7 @@ class OpenConversation:
         """A new session of the conversation (a sub-agent's), saved, running, announced."""
         await self.storage.create_session(session)
         runner = SessionRunner(self, session)
+        runner.loaded_history = []  # a new session has no history to read back
         self.runners[session.id] = runner
         self._host.session_added(session)
         return runner

@@ -57,7 +57,8 @@ class Conversations:
         await state.storage.create_conversation(conversation, session)
         environment = environment_of(client, params.environment)
         folders = real_folders(await client.workspace_folders())
-        state.open[conversation.id] = OpenConversation(state, conversation, [session], environment, folders)
+        opened = state.open[conversation.id] = OpenConversation(state, conversation, [session], environment, folders)
+        opened.runners[session.id].loaded_history = []  # a new session has no history to read back
         if conversation.ephemeral:
             state.watch_ephemeral()
         return conversation

@@ -244,7 +244,7 @@ class SessionRunner:
             environment=self.host.environment,
             publish=self.publish,
         )
-        items = TurnItems(turn, self.host.storage, self.publish, self.saved)
+        items = TurnItems(turn, self.host.storage, self.publish, self.saved, self.remember)
         active = ActiveTurn(turn=turn, definitions=definitions, model=model, items=items, hooks=hooks)
         self.active = active
         active.task = self.host.spawn(self._run(active, inputs, work), name=f"turn {turn.id}")

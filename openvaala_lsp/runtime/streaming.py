@@ -1,8 +1,13 @@
 """The items a running turn produces: started, grown by deltas, then saved — each step published in
-the same step as the state change, so a subscriber's snapshot plus the events after it are exact."""
+the same step as the state change, so a subscriber's snapshot plus the events after it are exact.
+
+A save need not hold up the turn: `later=True` queues it and lets the turn go on (the item is in the
+history at once); what reports it waits in `deferred` until `settle`, which the turn calls before it
+publishes anything else, so events keep their order and report only what is committed."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from collections.abc import Callable
 from typing import Any
@@ -15,7 +20,8 @@ from openvaala_lsp.protocol.api import StreamingItem
 from openvaala_lsp.storage.interfaces import Storage
 
 Publish = Callable[[Any], None]
-Saved = Callable[[int, Item], None]  # (ordinal, item): the item is in the log now
+Saved = Callable[..., None]  # (ordinal, item, remembered=): the item is in the log now
+Remember = Callable[[Item], None]  # the item is in the history the next request sends
 
 
 @attrs.define(eq=False)
@@ -24,8 +30,11 @@ class TurnItems:
     storage: Storage
     publish: Publish
     saved: Saved
+    remember: Remember
     streaming: dict[int, Item] = attrs.Factory(dict)  # itemIndex -> item being produced
     next_index: int = 0
+    # commits under way, each with what reports it once done, in order
+    deferred: list[tuple[asyncio.Future[None], Callable[[], None]]] = attrs.Factory(list)
 
     def snapshot(self) -> list[StreamingItem]:
         return [StreamingItem(item_index=i, item=item) for i, item in sorted(self.streaming.items())]
@@ -65,20 +74,40 @@ class TurnItems:
     async def complete(self, index: int, status: ItemStatus) -> Item:
         return (await self.complete_many([index], status))[0]
 
-    async def complete_many(self, indexes: list[int], status: ItemStatus) -> list[Item]:
-        """Saves the items in one commit (not one each), then reports them saved, in order."""
+    async def complete_many(self, indexes: list[int], status: ItemStatus, *, later: bool = False) -> list[Item]:
+        """Saves the items in one commit (not one each), then reports them saved, in order; with
+        `later`, the turn goes on while they commit (see the module's note)."""
         staged = []
         for index in indexes:
             item = self.streaming[index]
             item.status = status
             staged.append((index, item, await self.storage.append_item(item)))
+            if later:
+                self.remember(item)
+
+        def report() -> None:
+            for index, item, ordinal in staged:
+                # removed from the streaming set and reported saved in one step: snapshots stay exact
+                del self.streaming[index]
+                self.saved(ordinal, item, remembered=later)
+
         if staged:
-            await self.storage.flush()
-        for index, item, ordinal in staged:
-            # removed from the streaming set and reported saved in one step: snapshots stay exact
-            del self.streaming[index]
-            self.saved(ordinal, item)
+            self.defer(report)
+            if not later:
+                await self.settle()
         return [item for _, item, _ in staged]
+
+    def defer(self, report: Callable[[], None]) -> None:
+        """Commits what is queued, and runs `report` once it is done (at `settle`)."""
+        self.deferred.append((asyncio.ensure_future(self.storage.flush()), report))
+
+    async def settle(self) -> None:
+        """Waits for the commits under way and reports them, in order."""
+        while self.deferred:
+            committing, report = self.deferred[0]
+            await asyncio.shield(committing)  # the commit goes on (and is reported) even if the turn stops
+            self.deferred.pop(0)
+            report()
 
     async def complete_all(self, status: ItemStatus) -> list[Item]:
         return await self.complete_many(sorted(self.streaming), status)

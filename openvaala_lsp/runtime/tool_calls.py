@@ -160,7 +160,8 @@ async def _run(plan: PlannedCall, tools: dict[str, Tool], items: TurnItems, hook
         raise
     item.content = [Content(type="text", text=output.text)]
     item.tool_result.is_error = output.is_error
-    await items.complete(index, ItemStatus.COMPLETED)
+    # the next model request goes out while the result commits; its answer waits for the commit
+    await items.complete_many([index], ItemStatus.COMPLETED, later=True)
     return after.stop
 
 

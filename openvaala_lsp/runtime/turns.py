@@ -118,8 +118,6 @@ class ActiveTurn:
     request_tokens: int = 0  # the estimated size of the request being made
     overflow_retried: bool = False  # a context-length error gets one compaction and one retry
     announced: bool = False  # turnStarted is published
-    # inputs logged, their commit under way: announced once it is done (`settle`)
-    recording: list[tuple[asyncio.Future[None], list[tuple[Item, int]]]] = attrs.Factory(list)
 
 
 async def execute(owner: TurnOwner, active: ActiveTurn, inputs: list[PendingInput]) -> None:
@@ -171,22 +169,22 @@ async def record_inputs(
         recorded.append((item, await storage.append_item(item, input_id=pending.input_id)))
         await owner.queue.recorded(pending)
         owner.remember(item)
-    active.recording.append((asyncio.ensure_future(storage.flush()), recorded))
+
+    def report() -> None:
+        owner.announce(active)
+        for item, ordinal in recorded:
+            owner.publish(events.PendingInputRemoved(item_id=item.id, reason="taken"))
+            owner.saved(ordinal, item, remembered=True)
+
+    active.items.defer(report)
     if wait:
         await settle(owner, active)
 
 
 async def settle(owner: TurnOwner, active: ActiveTurn) -> None:
-    """Waits for the inputs' commit, then announces the turn and its inputs; before anything else
-    of the turn is published, so events stay in order and report only what is saved."""
-    while active.recording:
-        committing, recorded = active.recording[0]
-        await asyncio.shield(committing)  # the commit goes on (and is reported) even if the turn stops
-        active.recording.pop(0)
-        owner.announce(active)
-        for item, ordinal in recorded:
-            owner.publish(events.PendingInputRemoved(item_id=item.id, reason="taken"))
-            owner.saved(ordinal, item, remembered=True)
+    """Waits for the turn's commits under way and reports them (the turn itself first); before
+    anything else of the turn is published, so events stay in order and report only what is saved."""
+    await active.items.settle()
 
 
 async def _loop(owner: TurnOwner, active: ActiveTurn) -> None:

@@ -157,15 +157,20 @@ function Conversation:sub_agent(session_id)
   return { id = session_id }
 end
 
-function Conversation:set_info(info)
+--- `live`: the session's own subscription runs, and its events (stateChanged, contextUsageUpdated)
+--- come in order with the items; the conversation subscription's sessionUpdated, a stream of its
+--- own, may then be behind them and must not set state or context back.
+function Conversation:set_info(info, live)
   self.info = info
   self.session = info.session
   self:add_session(info.session)
-  self.state = info.state or self.state
-  if info.context and (info.context.source ~= "unknown" or (info.context.window or 0) > 0) then
-    self.context = info.context
+  if not live then
+    self.state = info.state or self.state
+    if info.context and (info.context.source ~= "unknown" or (info.context.window or 0) > 0) then
+      self.context = info.context
+    end
+    self.usage = info.usage
   end
-  self.usage = info.usage
 end
 
 function Conversation:_disconnected(reason)

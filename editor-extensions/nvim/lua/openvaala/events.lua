@@ -249,7 +249,7 @@ local conversation_handlers = {
   end,
   sessionUpdated = function(conv, e)
     if e.info and e.info.session and e.info.session.id == conv.session_id then
-      conv:set_info(e.info)
+      conv:set_info(e.info, conv.subs.session ~= nil)
     elseif e.info then
       conv:add_session(e.info.session)
     end
