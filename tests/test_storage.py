@@ -780,3 +780,18 @@ def test_seed_functions_write_what_the_api_reads(tmp_path: Path) -> None:
             await storage.close()
 
     asyncio.run(check())
+
+
+def test_tables_replaced_whole_name_every_column() -> None:
+    """A `whole` table's rows are replaced by a delete and an insert: a column the row did not carry
+    would be lost, so its columns must be every column of the table."""
+    import duckdb
+
+    from openvaala_lsp.storage import codec
+    from openvaala_lsp.storage.migrations import migrate
+
+    con = duckdb.connect(":memory:")
+    migrate(con, ":memory:")
+    for table in (codec.CONVERSATIONS, codec.SESSIONS, codec.TURNS, codec.PENDING_INPUTS):
+        columns = {row[0] for row in con.execute(f"DESCRIBE {table.name}").fetchall()}
+        assert table.whole == (set(table.columns) == columns), table.name

@@ -402,15 +402,17 @@ def model_call_from_row(row: Row) -> ModelCall:
 
 @attrs.frozen
 class Table:
-    """A records table: upserted by `key`, with the columns a full row carries (in row order)."""
+    """A records table: upserted by `key`, with the columns a full row carries (in row order);
+    `whole`: a row carries every column of the table (it may be replaced by a delete and an insert)."""
 
     name: str
     key: str
     columns: tuple[str, ...]
+    whole: bool = False
 
 
-CONVERSATIONS = Table("conversations", "id", CONVERSATION_COLUMNS)
-SESSIONS = Table("sessions", "id", SESSION_COLUMNS)
-TURNS = Table("turns", "id", TURN_COLUMNS)
+CONVERSATIONS = Table("conversations", "id", CONVERSATION_COLUMNS)  # last_activity_at is set apart
+SESSIONS = Table("sessions", "id", SESSION_COLUMNS, whole=True)
+TURNS = Table("turns", "id", TURN_COLUMNS, whole=True)
 PENDING_INPUTS = Table("pending_inputs", "item_id", PENDING_COLUMNS)
 ACTIVITY_COLUMNS = ("id", "last_activity_at")

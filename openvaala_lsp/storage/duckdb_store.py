@@ -277,6 +277,8 @@ class DuckDBStorage:
         await self._write(
             [Put(CONVERSATIONS, conversation_row(conversation)), Put(SESSIONS, session_row(session))], durable=True
         )
+        # a new conversation has no items: its first append need not read the last ordinal back
+        self._ordinals.setdefault(conversation.id, 0)
 
     async def get_conversation(self, conversation_id: ConversationId) -> Conversation | None:
         return await self._read(lambda cur: queries.get_conversation(cur, conversation_id))
