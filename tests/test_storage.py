@@ -43,9 +43,10 @@ from openvaala_lsp.model import (
     TurnStatus,
 )
 from openvaala_lsp.storage import InvalidCursor, StorageClosedError, StorageError, StorageLockedError
-from openvaala_lsp.storage.codec import MODEL_CALL_COLUMNS, TURN_COLUMNS, USAGE_COLUMNS
+from openvaala_lsp.storage.codec import MODEL_CALL_COLUMNS, PENDING_INPUTS, TURN_COLUMNS, USAGE_COLUMNS, pending_row
 from openvaala_lsp.storage.duckdb_store import CONFIG, DuckDBStorage
 from openvaala_lsp.storage.migrations import LATEST_VERSION
+from openvaala_lsp.storage.writer import Put
 
 T0 = dt.datetime(2025, 3, 1, 12, 0, tzinfo=dt.UTC)
 NEVER = 3600.0  # a flush interval no test waits for: only durable writes and read barriers commit
@@ -626,6 +627,30 @@ async def test_delete_conversation_removes_every_row(db_path: str) -> None:
         counts = {key: n for key, n in sql(db_path, f"SELECT {column}, count(*) FROM {table} GROUP BY ALL")}
         assert "conv_a" not in counts, table
         assert counts["conv_b"] == (2 if table == "sessions" else 1), table
+
+
+async def test_a_new_record_deleted_in_its_batch_never_reaches_the_table(db_path: str) -> None:
+    """A submit's pending input and the turn that takes it at once often share one commit: the input
+    is written `new` and removed in the same batch, so neither statement runs; new rows are inserted,
+    later saves of them replace them."""
+    storage = await DuckDBStorage.open(db_path, flush_interval=NEVER)
+    try:
+        sess = await make_conversation(storage, "conv_a")
+        taken = PendingInput(item=item("pend_taken", "conv_a", sess.id))
+        kept = PendingInput(item=item("pend_kept", "conv_a", sess.id))
+        await storage.save_turn(turn("turn_1", "conv_a", sess.id), new=True)
+        for pending in (taken, kept):
+            await storage._write([Put(PENDING_INPUTS, pending_row(pending), new=True)], durable=False)
+        await storage.remove_pending_input("conv_a", "pend_taken", durable=False)
+        await storage.save_turn(attrs.evolve(turn("turn_1", "conv_a", sess.id), status=TurnStatus.COMPLETED))
+        await storage.flush()
+        assert [p.item.id for p in await storage.list_pending_inputs("conv_a")] == ["pend_kept"]
+        (got,) = await storage.get_turns("conv_a", ["turn_1"])
+        assert got.status is TurnStatus.COMPLETED
+        await storage.save_turn(attrs.evolve(got, status=TurnStatus.FAILED), durable=True)  # a later batch
+        assert (await storage.get_turns("conv_a", ["turn_1"]))[0].status is TurnStatus.FAILED
+    finally:
+        await storage.close()
 
 
 async def test_pending_inputs_order_replace_and_remove(db_path: str) -> None:

@@ -40,7 +40,7 @@ class InputQueue:
         after it); returns once it is durable. An input that cannot be saved leaves the queue."""
         self.pending.append(pending)
         try:
-            await self._storage.save_pending_input(pending)
+            await self._storage.save_pending_input(pending, new=True)
         except BaseException:
             if pending in self.pending and pending.item.id not in self.taken:
                 self.pending.remove(pending)

@@ -258,7 +258,7 @@ class SessionRunner:
                 self.session.model = attrs.evolve(self.session.model, model=active.model.ref)
                 await storage.update_session(self.session)
             # committed with the turn's inputs (`turns.record_inputs`), which then announces the turn
-            await storage.save_turn(turn)
+            await storage.save_turn(turn, new=True)
             await storage.touch_conversation(turn.conversation_id, turn.started_at)
         except asyncio.CancelledError:
             turn.status = TurnStatus.INTERRUPTED

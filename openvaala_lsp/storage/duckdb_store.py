@@ -329,8 +329,8 @@ class DuckDBStorage:
             lambda cur: queries.list_sessions(cur, conversation_id, cursor=cursor, limit=limit, order=order)
         )
 
-    async def save_turn(self, turn: Turn, *, durable: bool = False) -> None:
-        await self._write([Put(TURNS, turn_row(turn))], durable=durable)
+    async def save_turn(self, turn: Turn, *, durable: bool = False, new: bool = False) -> None:
+        await self._write([Put(TURNS, turn_row(turn), new=new)], durable=durable)
 
     async def get_turns(self, conversation_id: ConversationId, turn_ids: list[TurnId]) -> list[Turn]:
         return await self._read(lambda cur: queries.get_turns(cur, conversation_id, list(turn_ids)))
@@ -355,8 +355,8 @@ class DuckDBStorage:
         turns: list[Turn] = await self._write([Run(lambda cur: queries.interrupt_running_turns(cur, at))], durable=True)
         return turns
 
-    async def save_pending_input(self, pending: PendingInput) -> None:
-        await self._write([Put(PENDING_INPUTS, pending_row(pending))], durable=True)
+    async def save_pending_input(self, pending: PendingInput, *, new: bool = False) -> None:
+        await self._write([Put(PENDING_INPUTS, pending_row(pending), new=new)], durable=True)
 
     async def remove_pending_input(
         self, conversation_id: ConversationId, item_id: ItemId, *, durable: bool = True

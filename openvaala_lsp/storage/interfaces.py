@@ -106,7 +106,7 @@ class RecordStorage(Protocol):
     ) -> Page[Session, str]:
         """Ordered by creation time, then id."""
 
-    async def save_turn(self, turn: Turn, *, durable: bool = False) -> None:
+    async def save_turn(self, turn: Turn, *, durable: bool = False, new: bool = False) -> None:
         """Inserts or replaces the turn (status, ended_at, usage, error change over its life)."""
 
     async def get_turns(self, conversation_id: ConversationId, turn_ids: list[TurnId]) -> list[Turn]:
@@ -128,7 +128,7 @@ class RecordStorage(Protocol):
     async def interrupt_running_turns(self, ended_at: dt.datetime) -> list[Turn]:
         """Durable. At startup: every turn still `running` becomes `interrupted`; returns them."""
 
-    async def save_pending_input(self, pending: PendingInput) -> None:
+    async def save_pending_input(self, pending: PendingInput, *, new: bool = False) -> None:
         """Durable. Inserts or replaces by item id."""
 
     async def remove_pending_input(

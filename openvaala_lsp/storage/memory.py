@@ -117,7 +117,7 @@ class MemoryStorage:
         sessions = [copy.deepcopy(s) for s in log.sessions.values()] if log else []
         return keyset_page(sessions, lambda s: (s.created_at, s.id), cursors.SESSIONS, cursor, limit, order)
 
-    async def save_turn(self, turn: Turn, *, durable: bool = False) -> None:
+    async def save_turn(self, turn: Turn, *, durable: bool = False, new: bool = False) -> None:
         if (log := self._log(turn.conversation_id)) is not None:
             log.turns[turn.id] = copy.deepcopy(turn)
 
@@ -153,7 +153,7 @@ class MemoryStorage:
                     interrupted.append(copy.deepcopy(turn))
         return interrupted
 
-    async def save_pending_input(self, pending: PendingInput) -> None:
+    async def save_pending_input(self, pending: PendingInput, *, new: bool = False) -> None:
         if (log := self._log(pending.item.conversation_id)) is not None:
             log.pending[pending.item.id] = copy.deepcopy(pending)
             if pending.input_id:

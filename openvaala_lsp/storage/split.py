@@ -97,8 +97,8 @@ class SplitStorage:
         )
         return page
 
-    async def save_turn(self, turn: Turn, *, durable: bool = False) -> None:
-        await self._for(turn.conversation_id).save_turn(turn, durable=durable)
+    async def save_turn(self, turn: Turn, *, durable: bool = False, new: bool = False) -> None:
+        await self._for(turn.conversation_id).save_turn(turn, durable=durable, new=new)
 
     async def get_turns(self, conversation_id: ConversationId, turn_ids: list[TurnId]) -> list[Turn]:
         turns: list[Turn] = await self._for(conversation_id).get_turns(conversation_id, turn_ids)
@@ -125,8 +125,8 @@ class SplitStorage:
     async def interrupt_running_turns(self, ended_at: dt.datetime) -> list[Turn]:
         return await self.durable.interrupt_running_turns(ended_at)  # memory starts empty with the process
 
-    async def save_pending_input(self, pending: PendingInput) -> None:
-        await self._for(pending.item.conversation_id).save_pending_input(pending)
+    async def save_pending_input(self, pending: PendingInput, *, new: bool = False) -> None:
+        await self._for(pending.item.conversation_id).save_pending_input(pending, new=new)
 
     async def remove_pending_input(
         self, conversation_id: ConversationId, item_id: ItemId, *, durable: bool = True

@@ -47,10 +47,12 @@ class Append:
 
 @attrs.frozen
 class Put:
-    """Inserts or replaces a whole record (`row[0]` is its key)."""
+    """Inserts or replaces a whole record (`row[0]` is its key). `new`: the key was just made, so no
+    row can have it yet (a plain insert; deleted in the same batch, it never reaches the table)."""
 
     table: Table
     row: Row
+    new: bool = False
 
 
 @attrs.frozen
@@ -82,6 +84,7 @@ Op = Append | Put | Delete | Update | Run
 class _RecordChange:
     deleted: bool = False  # deleted in this segment: the delete is applied before any upsert
     row: Row | None = None  # the last row put, None if the last write was the delete
+    new: bool = False  # no row had the key before this batch
 
 
 @attrs.define
@@ -196,18 +199,19 @@ class BatchWriter:
             case Append(table, columns, rows):
                 seg.appends.setdefault((table, columns), []).extend(rows)
                 batch.rows += len(rows)
-            case Put(table, row):
+            case Put(table, row, new):
                 changes = seg.records.setdefault(table, {})
                 change = changes.get(row[0])
                 if change is None:
-                    changes[row[0]] = _RecordChange(row=row)
+                    changes[row[0]] = _RecordChange(row=row, new=new)
                 else:
                     change.row = row
                 batch.rows += 1
             case Delete(table, key):
                 changes = seg.records.setdefault(table, {})
-                changes.pop(key, None)
-                changes[key] = _RecordChange(deleted=True)
+                earlier = changes.pop(key, None)
+                if earlier is None or not earlier.new:  # a new row deleted at once never reaches the table
+                    changes[key] = _RecordChange(deleted=True)
                 batch.rows += 1
             case Update(table, columns, row):
                 seg.updates.setdefault((table, columns), {})[row[0]] = row
@@ -305,7 +309,7 @@ class BatchWriter:
             deleted = [(key,) for key, change in changes.items() if change.deleted]
             rows = [change.row for change in changes.values() if change.row is not None]
             if len(deleted) + len(rows) <= FEW_ROWS:
-                _few_records(cur, table, deleted, rows)
+                _few_records(cur, table, changes)
                 continue
             if deleted:
                 _flush(cur.appender(table.name, action="delete", key=[table.key]), deleted)
@@ -361,18 +365,18 @@ def _waiters(batch: _Batch) -> list[Future[Any]]:
     return [*batch.futures, *batch.checkpoints, *tasks]
 
 
-def _few_records(cur: duckdb.DuckDBPyConnection, table: Table, deleted: list[Row], rows: list[Row]) -> None:
-    if table.whole:  # replaced whole: a delete and an insert are the cheapest upsert
-        keys = [*deleted, *((row[0],) for row in rows)]
-        if keys:
-            cur.executemany(f"DELETE FROM {table.name} WHERE {table.key} = ?", keys)
-        if rows:
-            cur.executemany(_insert(table.name, table.columns), rows)
-        return
-    if deleted:
-        cur.executemany(f"DELETE FROM {table.name} WHERE {table.key} = ?", deleted)
-    if rows:  # columns the row does not carry keep their values
-        cur.executemany(_insert(table.name, table.columns, "INSERT OR REPLACE"), rows)
+def _few_records(cur: duckdb.DuckDBPyConnection, table: Table, changes: dict[str, _RecordChange]) -> None:
+    # a new row is inserted; a whole row replaced by a delete and an insert (the cheapest upsert); a
+    # partial one by INSERT OR REPLACE, which keeps the columns it does not carry
+    doomed = [(key,) for key, c in changes.items() if c.deleted or (table.whole and c.row is not None and not c.new)]
+    inserted = [c.row for c in changes.values() if c.row is not None and (c.new or table.whole)]
+    replaced = [c.row for c in changes.values() if c.row is not None and not (c.new or table.whole)]
+    if doomed:
+        cur.executemany(f"DELETE FROM {table.name} WHERE {table.key} = ?", doomed)
+    if inserted:
+        cur.executemany(_insert(table.name, table.columns), inserted)
+    if replaced:
+        cur.executemany(_insert(table.name, table.columns, "INSERT OR REPLACE"), replaced)
 
 
 def _insert(table: str, columns: Sequence[str], verb: str = "INSERT") -> str:
