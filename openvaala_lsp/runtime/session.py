@@ -284,17 +284,20 @@ class SessionRunner:
 
     async def _finish(self, active: ActiveTurn) -> None:
         turn = active.turn
-        try:
-            await turns.settle(self, active)  # inputs whose commit was under way when the turn ended
-        except Exception:
-            logger.exception("turn %s: its inputs could not be saved", turn.id)
-        self.announce(active)  # a turn that ended before announcing itself (interrupted, failed)
-        # items still streaming keep what they have, marked interrupted
-        await active.items.complete_all(ItemStatus.INTERRUPTED)
+        storage = self.host.storage
+        # items still streaming keep what they have, marked interrupted; they, what the turn saved
+        # last and its own row go in one commit
+        await active.items.complete_many(active.items.unsaved(), ItemStatus.INTERRUPTED, later=True)
         self.queue.release()
         turn.ended_at = utcnow()
-        await self.host.storage.save_turn(turn, durable=True)
-        await self.host.storage.touch_conversation(turn.conversation_id, turn.ended_at)
+        await storage.save_turn(turn)
+        await storage.touch_conversation(turn.conversation_id, turn.ended_at)
+        try:
+            await turns.settle(self, active)  # reports what those commits saved, the turn's start first
+            await storage.flush()  # the turn's row, durable before turnCompleted
+        except Exception:
+            logger.exception("turn %s: its last writes could not be saved", turn.id)
+        self.announce(active)  # a turn that ended before announcing itself (interrupted, failed)
         if turn.error is not None:
             self.publish(events.ErrorEvent(error=turn.error))
         self.publish(events.TurnCompleted(turn=copy.deepcopy(turn)))

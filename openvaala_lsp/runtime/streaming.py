@@ -35,6 +35,11 @@ class TurnItems:
     next_index: int = 0
     # commits under way, each with what reports it once done, in order
     deferred: list[tuple[asyncio.Future[None], Callable[[], None]]] = attrs.Factory(list)
+    saving: set[int] = attrs.Factory(set)  # itemIndexes saved, not yet reported (still streaming)
+
+    def unsaved(self) -> list[int]:
+        """The itemIndexes still being produced (not those already on their way to the log)."""
+        return sorted(index for index in self.streaming if index not in self.saving)
 
     def snapshot(self) -> list[StreamingItem]:
         return [StreamingItem(item_index=i, item=item) for i, item in sorted(self.streaming.items())]
@@ -79,6 +84,9 @@ class TurnItems:
         `later`, the turn goes on while they commit (see the module's note)."""
         staged = []
         for index in indexes:
+            if index in self.saving:
+                continue  # saved already, its report under way
+            self.saving.add(index)
             item = self.streaming[index]
             item.status = status
             staged.append((index, item, await self.storage.append_item(item)))
@@ -89,6 +97,7 @@ class TurnItems:
             for index, item, ordinal in staged:
                 # removed from the streaming set and reported saved in one step: snapshots stay exact
                 del self.streaming[index]
+                self.saving.discard(index)
                 self.saved(ordinal, item, remembered=later)
 
         if staged:
@@ -110,7 +119,7 @@ class TurnItems:
             report()
 
     async def complete_all(self, status: ItemStatus) -> list[Item]:
-        return await self.complete_many(sorted(self.streaming), status)
+        return await self.complete_many(self.unsaved(), status)
 
     async def append(self, item: Item) -> None:
         """An item made whole at once (a hook's message) goes straight to the log."""

@@ -354,13 +354,18 @@ async def _call_model(owner: TurnOwner, active: ActiveTurn, stream: AsyncIterato
                 completed = event
     except BaseException as exc:
         record.error = "interrupted" if isinstance(exc, asyncio.CancelledError) else f"{type(exc).__name__}: {exc}"
-        raise
-    finally:
         record.latency_ms = int((time.monotonic() - started) * 1000)
         await _account(owner, active, record, completed.usage if completed is not None else None)
-    # tool calls stay streaming until they are decided (they may wait for the user's approval)
-    calls = [index for index, item in sorted(items.streaming.items()) if item.type == ItemType.TOOL_CALL]
-    await items.complete_many(sorted(set(items.streaming) - set(calls)), ItemStatus.COMPLETED)
+        await owner.host.storage.append_model_call(record)
+        raise
+    record.latency_ms = int((time.monotonic() - started) * 1000)
+    await _account(owner, active, record, completed.usage if completed is not None else None)
+    # tool calls stay streaming until they are decided (they may wait for the user's approval); a
+    # last answer's items commit with the turn's end (one commit, not two)
+    produced = items.unsaved()
+    calls = [index for index in produced if items.streaming[index].type == ItemType.TOOL_CALL]
+    await items.complete_many([i for i in produced if i not in calls], ItemStatus.COMPLETED, later=not calls)
+    await owner.host.storage.append_model_call(record)  # after the items: it need not hold up their commit
     return calls
 
 
@@ -372,7 +377,6 @@ async def _account(owner: TurnOwner, active: ActiveTurn, record: ModelCall, repo
     produced = active.items.streaming.values()
     window = active.model.context_window
     owner.usage.record(record, reported, history, produced, window, sent=active.request_tokens, answered=answered)
-    await owner.host.storage.append_model_call(record)
     active.turn.usage = active.turn.usage + record.usage
     owner.publish(events.UsageUpdated(usage=owner.usage.usage))
     owner.publish(events.ContextUsageUpdated(context=owner.usage.context))
