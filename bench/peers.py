@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PEERS = Path(os.environ.get("OPENVAALA_PEERS_DIR", ROOT.parent / "shared" / "bench-peers"))
 sys.path.insert(0, str(PEERS))
 
-from harness import StdioRpc, isolated_env, prepare_workspace, tree_memory  # noqa: E402
+from harness import StdioRpc, isolated_env, prepare_workspace, process_tree  # noqa: E402
 
 CODEX = os.environ.get(
     "CODEX_BIN", "/tmp/peers/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
@@ -67,6 +67,13 @@ ROWS: list[tuple[str, str, Getter, Getter]] = [
         "MiB",
         lambda r: r["cold_summary"]["idle_tree_rss_kb"]["median"] / 1024,
         lambda r: r["cold_summary"]["idle_rss_kb"]["median"] / 1024,
+    ),
+    ("idle PSS, one editor", "MiB", lambda r: r["editor_pss_kb"] / 1024, lambda r: r["editor_pss_kb"] / 1024),
+    (
+        f"idle PSS per editor, {EDITORS} editors",
+        "MiB",
+        lambda r: r["editors_pss_kb"] / EDITORS / 1024,
+        lambda r: r["editors_pss_kb"] / EDITORS / 1024,
     ),
     (
         f"idle RSS per editor, {EDITORS} editors",
@@ -106,7 +113,7 @@ def run_driver(argv: list[str], out: Path) -> dict[str, Any]:
     return result
 
 
-async def first_answer(peer: str, root: Path) -> float:
+async def first_answer(peer: str, root: Path, server: str = SERVER) -> float:
     """Seconds from spawning into a fresh home to the answer of the first conversation list."""
     home = root / f"first-{peer}-{time.monotonic_ns()}"
     workspace = root / "workspace"
@@ -121,7 +128,7 @@ async def first_answer(peer: str, root: Path) -> float:
         _, _, answered = await rpc.request("thread/list", {})
     else:
         env = isolated_env(home, None, {"OPENVAALA_HOME": str(home / "ov"), "OPENVAALA_HOST_IDLE_SECONDS": "1"})
-        rpc = StdioRpc([SERVER], env=env, cwd=str(workspace), framing="lsp")
+        rpc = StdioRpc([server], env=env, cwd=str(workspace), framing="lsp")
         await rpc.start()
         folder = {"uri": workspace.as_uri(), "name": workspace.name}
         await rpc.request("initialize", {"processId": os.getpid(), "capabilities": {}, "workspaceFolders": [folder]})
@@ -132,12 +139,14 @@ async def first_answer(peer: str, root: Path) -> float:
     return elapsed
 
 
-async def editors_rss_kb(peer: str, root: Path) -> int:
-    """The idle RSS of `EDITORS` editors open on one project, every process counted once."""
-    home = root / f"editors-{peer}"
+async def editors_memory(peer: str, root: Path, count: int, server: str = SERVER) -> tuple[int, int]:
+    """(RSS, PSS) in KiB of `count` idle editors open on one project, every process counted once. PSS
+    shares a page between the processes that map it: the fair sum where a front and a host share
+    the interpreter's pages (and nothing extra for a single process like Codex's)."""
+    home = root / f"editors-{peer}-{count}"
     workspace = root / "workspace"
     rpcs = []
-    for _ in range(EDITORS):
+    for _ in range(count):
         if peer == "codex":
             (home / "codex").mkdir(parents=True, exist_ok=True)
             env = isolated_env(home, None, {"CODEX_HOME": str(home / "codex")})
@@ -148,7 +157,7 @@ async def editors_rss_kb(peer: str, root: Path) -> int:
             await rpc.request("initialize", {"clientInfo": {"name": "bench", "version": "0"}, "capabilities": {}})
         else:
             env = isolated_env(home, None, {"OPENVAALA_HOME": str(home / "ov"), "OPENVAALA_HOST_IDLE_SECONDS": "1"})
-            rpc = StdioRpc([SERVER], env=env, cwd=str(workspace), framing="lsp")
+            rpc = StdioRpc([server], env=env, cwd=str(workspace), framing="lsp")
             await rpc.start()
             folder = {"uri": workspace.as_uri(), "name": workspace.name}
             await rpc.request(
@@ -157,15 +166,28 @@ async def editors_rss_kb(peer: str, root: Path) -> int:
         rpcs.append(rpc)
     await asyncio.sleep(2.0)
     if peer == "codex":
-        total = sum(tree_memory(rpc.pid)["tree_rss_kb"] for rpc in rpcs)
+        pids = [pid for rpc in rpcs for pid in process_tree(rpc.pid)]
     else:
-        sys.path.insert(0, str(PEERS))
-        from drive_openvaala import home_usage
+        from drive_openvaala import home_pids
 
-        total = home_usage(str(home / "ov"))["rss_kb"]
+        pids = home_pids(str(home / "ov"))
+    rss = sum(_rollup(pid, "Rss") for pid in pids)
+    pss = sum(_rollup(pid, "Pss") for pid in pids)
     for rpc in rpcs:
         await rpc.close()
-    return int(total)
+    shutil.rmtree(home, ignore_errors=True)
+    return rss, pss
+
+
+def _rollup(pid: int, field: str) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as rollup:
+            for line in rollup:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 def ratio_text(ours: float | None, theirs: float | None) -> str:
@@ -186,7 +208,9 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=8)
     parser.add_argument("--cold-runs", type=int, default=7)
     parser.add_argument("--out", type=Path, help="all results as JSON")
+    parser.add_argument("--server", default=SERVER, help="the openvaala-lsp to measure (default: this checkout's)")
     options = parser.parse_args()
+    server = options.server
     if not Path(CODEX).exists():
         sys.exit(f"no Codex at {CODEX}: run `bash {PEERS}/setup_peers.sh` first (or set CODEX_BIN)")
     common = ["--turns", str(options.turns), "--cold-runs", str(options.cold_runs), "--deltas", "2000"]
@@ -206,7 +230,7 @@ def main() -> None:
                     sys.executable,
                     str(Path(__file__).parent / "drive_openvaala_bench.py"),
                     "--server",
-                    SERVER,
+                    server,
                     "--workdir",
                     str(root / "ov-run"),
                     *common,
@@ -215,9 +239,13 @@ def main() -> None:
             )
             print("probes...", flush=True)
             for peer, result in (("codex", codex), ("openvaala", ours)):
-                result["first_answer_s"] = statistics.median(asyncio.run(first_answer(peer, root)) for _ in range(3))
-                result["editors_rss_kb"] = asyncio.run(editors_rss_kb(peer, root))
-                shutil.rmtree(root / f"editors-{peer}", ignore_errors=True)
+                result["first_answer_s"] = statistics.median(
+                    asyncio.run(first_answer(peer, root, server)) for _ in range(3)
+                )
+                result["editor_rss_kb"], result["editor_pss_kb"] = asyncio.run(editors_memory(peer, root, 1, server))
+                result["editors_rss_kb"], result["editors_pss_kb"] = asyncio.run(
+                    editors_memory(peer, root, EDITORS, server)
+                )
             rounds.append({"codex": codex, "openvaala": ours})
     version = rounds[0]["codex"].get("version", "codex")
     print(f"\n{'':46} {version:>14} {'openvaala':>12} {'ratio':>7}   ({options.rounds} rounds, {os.cpu_count()} cores)")
