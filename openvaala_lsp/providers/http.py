@@ -133,6 +133,8 @@ class StreamingHttp:
             auth=auth,
             timeout=timeouts.httpx_timeout(),
             transport=transport,
+            # plain HTTP (a local model) needs no certificates: loading them costs a first turn ~30 ms
+            verify=not base_url.startswith("http://"),
         )
 
     async def aclose(self) -> None:
