@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import socket
 import tempfile
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from loopback import greeting_server
 
 from openvaala_lsp.tools import sandbox
 from openvaala_lsp.tools.base import SandboxPolicy, ToolContext
@@ -65,27 +64,9 @@ async def test_reads_what_the_user_can_read(places: tuple[Path, Path]) -> None:
 
 @pytest.fixture
 def loopback_server() -> Iterator[int]:
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen()
-    listener.settimeout(0.2)
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                connection, _ = listener.accept()
-            except TimeoutError:
-                continue
-            connection.sendall(b"hello from the host\n")
-            connection.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield listener.getsockname()[1]
-    stop.set()
-    thread.join()
-    listener.close()
+    """A TCP server on 127.0.0.1 that greets whoever connects."""
+    with greeting_server(b"hello from the host\n") as port:
+        yield port
 
 
 async def test_network_only_when_allowed(places: tuple[Path, Path], loopback_server: int) -> None:

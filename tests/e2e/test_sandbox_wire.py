@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import tempfile
-import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_provider import ChatStream, FakeProviderServer
+from loopback import greeting_server
 from lsp_client import LspClient
 from turn_helpers import API_KEY, Session, definitions, text_of
 
@@ -72,27 +71,8 @@ async def test_writes_outside_the_workspace_fail_and_inside_succeed(
 @pytest.fixture
 def loopback() -> Iterator[int]:
     """A TCP server on 127.0.0.1 that greets whoever connects."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen()
-    listener.settimeout(0.2)
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                connection, _ = listener.accept()
-            except TimeoutError:
-                continue
-            with connection:
-                connection.sendall(b"greetings from loopback\n")
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield listener.getsockname()[1]
-    stop.set()
-    thread.join()
-    listener.close()
+    with greeting_server(b"greetings from loopback\n") as port:
+        yield port
 
 
 def connect(port: int) -> str:
