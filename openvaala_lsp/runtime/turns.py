@@ -125,6 +125,9 @@ async def execute(owner: TurnOwner, active: ActiveTurn, inputs: list[PendingInpu
     but for the runtime itself going away."""
     turn = active.turn
     try:
+        if _has_hooks(active, "userPromptSubmit"):  # what they report comes after the turn's start
+            await owner.host.storage.flush()
+            owner.announce(active)
         blocked: list[str] = []
         decided: list[tuple[PendingInput, ItemStatus]] = []
         for pending in inputs:
@@ -191,6 +194,8 @@ async def _loop(owner: TurnOwner, active: ActiveTurn) -> None:
     host, session = owner.host, owner.session
     await host.start_mcp(active.definitions, session.agent_name, wait=True)
     history = await owner.history()
+    if _has_hooks(active, "sessionStart"):  # what they report comes after the turn's inputs
+        await settle(owner, active)
     session_context = await owner.session_context(history, active.turn, active.hooks)
     instructions = "\n\n".join([owner.instructions(active.definitions), *session_context])
     provider: Provider | None = None
@@ -250,6 +255,10 @@ async def _loop(owner: TurnOwner, active: ActiveTurn) -> None:
         gate = CallGate(agent=agent, host=host, approvals=owner.approvals)
         if await run_tool_calls(calls, by_name, active.items, active.hooks, gate, host.tool_context()):
             return  # a hook said `continue: false`
+
+
+def _has_hooks(active: ActiveTurn, event: str) -> bool:
+    return any(hook.event == event for hook in active.definitions.hooks)
 
 
 def _current_model(owner: TurnOwner, active: ActiveTurn) -> ModelDefinition:
