@@ -18,14 +18,14 @@ from openvaala_lsp import framing
 from openvaala_lsp.framing import METHOD_NOT_FOUND, FrameReader, Refused, frame
 from openvaala_lsp.model import WorkspaceFolder, new_id
 from openvaala_lsp.protocol.codes import SERVER_NOT_INITIALIZED
-from openvaala_lsp.protocol.errors import RuntimeApiError
+from openvaala_lsp.protocol.errors import RuntimeApiError, RuntimeStopped
 from openvaala_lsp.protocol.methods import PREFIX, REQUESTS, RequestSpec
 from openvaala_lsp.runtime import subscriptions
 from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.core import Runtime
 from openvaala_lsp.runtime.subscriptions import Subscription
 from openvaala_lsp.server import messages
-from openvaala_lsp.server.dispatch import WireError, closed_notification, dispatch, notifications, runtime_error
+from openvaala_lsp.server.dispatch import closed_notification, dispatch, notifications, runtime_error
 from openvaala_lsp.server.lsp import (
     CANCEL_REQUEST,
     EXIT,
@@ -36,9 +36,8 @@ from openvaala_lsp.server.lsp import (
     fs_path,
     initialize_params,
     initialize_result,
-    runtime_stopped_error,
 )
-from openvaala_lsp.server.peer import Peer, RpcError, error
+from openvaala_lsp.server.peer import Peer, WireError, error
 
 logger = logging.getLogger(__name__)
 
@@ -70,10 +69,6 @@ class StreamWriterSink:
             await self.stream.drain()
         except ConnectionError:
             pass
-
-
-def _rpc_error(error: WireError) -> RpcError:
-    return RpcError(error.message, error.code, error.data)
 
 
 class ConnectionState(enum.Enum):
@@ -127,19 +122,16 @@ class Connection:
 
     async def call(self, spec: RequestSpec, params: Any) -> Any:
         if self.state is ConnectionState.NEW:
-            raise RpcError("server not initialized", SERVER_NOT_INITIALIZED, {"kind": "serverNotInitialized"})
-        try:
-            return await dispatch(await self._runtime(), self.client, spec, params)
-        except WireError as exc:
-            raise _rpc_error(exc) from None
+            raise WireError(SERVER_NOT_INITIALIZED, "server not initialized", {"kind": "serverNotInitialized"})
+        return await dispatch(await self._runtime(), self.client, spec, params)
 
     async def _runtime(self) -> Runtime:
         try:
             runtime = await asyncio.shield(self.runtime_future)
         except RuntimeApiError as exc:
-            raise _rpc_error(runtime_error(exc)) from None
+            raise runtime_error(exc) from None
         if runtime.stopped or self.state is not ConnectionState.READY:
-            raise runtime_stopped_error()
+            raise runtime_error(RuntimeStopped())
         runtime.connect(self.client)
         return runtime
 
@@ -182,11 +174,11 @@ class Connection:
 
     def _request(self, msg_id: Any, method: str, params: Any) -> None:
         if self.state is not ConnectionState.NEW and self.state is not ConnectionState.READY:
-            self.peer.fail(msg_id, runtime_stopped_error())  # after shutdown, every request
+            self.peer.fail(msg_id, runtime_error(RuntimeStopped()))  # after shutdown, every request
         elif method == INITIALIZE:
             try:
                 self.peer.answer(msg_id, self._initialize(params))
-            except RpcError as exc:
+            except WireError as exc:
                 self.peer.fail(msg_id, exc)
         elif method == SHUTDOWN:
             self.state = ConnectionState.SHUT_DOWN
@@ -240,12 +232,9 @@ class Connection:
     def _folders_changed(self, event: Any) -> None:
         if not isinstance(event, dict):
             return
-        for folder in event.get("removed") or ():
-            if isinstance(folder, dict):
-                self._folders.pop(folder.get("uri"), None)  # type: ignore[arg-type]
-        for folder in event.get("added") or ():
-            if isinstance(folder, dict) and isinstance(folder.get("uri"), str):
-                self._folders[folder["uri"]] = str(folder.get("name") or folder["uri"])
+        for uri, _ in folder_list(event.get("removed")):
+            self._folders.pop(uri, None)
+        self._folders.update(folder_list(event.get("added")))
         self._asked_folders = None
 
     async def close(self) -> None:
@@ -281,7 +270,7 @@ class Connection:
             answer = await asyncio.wait_for(
                 self.peer.request("workspace/workspaceFolders", None), FOLDERS_REQUEST_TIMEOUT
             )
-        except (TimeoutError, RpcError):
+        except (TimeoutError, WireError):
             logger.warning("the client did not answer workspace/workspaceFolders")
             return []
         return [WorkspaceFolder(name=name, path=path) for uri, name in folder_list(answer) if (path := fs_path(uri))]

@@ -23,6 +23,7 @@ from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.core import Runtime
 from openvaala_lsp.runtime.subscriptions import Subscription
 from openvaala_lsp.server import messages
+from openvaala_lsp.server.peer import WireError
 
 logger = logging.getLogger(__name__)
 
@@ -32,20 +33,6 @@ NOTIFY = {
     subscriptions.RUNNING: PREFIX + "runningConversations",
 }
 SUBSCRIPTION_CLOSED = PREFIX + "subscriptionClosed"
-
-
-class WireError(Exception):
-    """An error as the wire carries it: code, message, data (always with `kind`)."""
-
-    def __init__(self, code: int, message: str, data: dict[str, Any]) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
-
-    @property
-    def kind(self) -> str:
-        return str(self.data["kind"])
 
 
 def params_error(method: str, problems: list[str]) -> WireError:

@@ -14,10 +14,8 @@ import attrs
 from openvaala_lsp import __version__
 from openvaala_lsp.framing import INVALID_PARAMS
 from openvaala_lsp.protocol import PROTOCOL_VERSION
-from openvaala_lsp.protocol.codes import CODES
-from openvaala_lsp.protocol.errors import RuntimeStopped
 from openvaala_lsp.protocol.methods import NOTIFICATIONS
-from openvaala_lsp.server.peer import RpcError, error
+from openvaala_lsp.server.peer import error
 from openvaala_lsp.tools import sandbox
 
 INITIALIZE = "initialize"
@@ -97,10 +95,6 @@ def initialize_result(methods: Iterable[str]) -> dict[str, Any]:
     }
 
 
-def runtime_stopped_error() -> RpcError:
-    return RpcError(RuntimeStopped.default_message, CODES[RuntimeStopped.kind], {"kind": RuntimeStopped.kind})
-
-
 def fs_path(uri: str) -> str | None:
     """The path of a `file:` URI; None for any other scheme."""
     parsed = urllib.parse.urlparse(uri)
@@ -111,7 +105,8 @@ def fs_path(uri: str) -> str | None:
 
 
 def folder_list(answer: Any) -> list[tuple[str, str]]:
-    """(uri, name) of a `workspace/workspaceFolders` answer, skipping what is not a folder."""
+    """(uri, name) of a list of workspace folders (a `workspace/workspaceFolders` answer, the added or
+    removed ones of a change), skipping what is not a folder."""
     if not isinstance(answer, list):
         return []
     return [

@@ -27,14 +27,18 @@ class Sink(Protocol):
     def write(self, data: bytes) -> None: ...
 
 
-class RpcError(Exception):
-    """An error response: code, message and `data` (whose `kind` names the error kind)."""
+class WireError(Exception):
+    """An error as the wire carries it: code, message, data (whose `kind` names the error kind)."""
 
-    def __init__(self, message: str, code: int, data: dict[str, Any] | None = None) -> None:
+    def __init__(self, code: int, message: str, data: dict[str, Any] | None = None) -> None:
         super().__init__(message)
-        self.message = message
         self.code = code
+        self.message = message
         self.data = data or {}
+
+    @property
+    def kind(self) -> str:
+        return str(self.data.get("kind") or KINDS.get(self.code, "internal"))
 
     def response(self, msg_id: Any) -> dict[str, Any]:
         """The error as the wire promises it: `data.kind` always, the message bounded."""
@@ -68,16 +72,16 @@ class Peer:
             data = frame({"jsonrpc": "2.0", "id": msg_id, "result": result})
         except (TypeError, ValueError) as exc:  # e.g. a float NaN in a result
             logger.error("cannot encode a result as JSON: %s", exc)
-            self.fail(msg_id, RpcError(f"the result could not be encoded as JSON: {exc}", INTERNAL[1]))
+            self.fail(msg_id, WireError(INTERNAL[1], f"the result could not be encoded as JSON: {exc}"))
             return
         if not self.closed:
             self.sink.write(data)
 
-    def fail(self, msg_id: Any, error: RpcError) -> None:
+    def fail(self, msg_id: Any, error: WireError) -> None:
         self.send(error.response(msg_id))
 
     async def request(self, method: str, params: Any) -> Any:
-        """The editor's result; RpcError for its error answer; CancelledError when it goes away."""
+        """The editor's result; WireError for its error answer; CancelledError when it goes away."""
         msg_id = f"openvaala-{next(self._ids)}"
         answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._asked[msg_id] = answer
@@ -99,9 +103,9 @@ class Peer:
             code = error.get("code")
             data = error.get("data")
             waiter.set_exception(
-                RpcError(
-                    str(error.get("message", "")),
+                WireError(
                     code if isinstance(code, int) else INTERNAL[1],
+                    str(error.get("message", "")),
                     data if isinstance(data, dict) else None,
                 )
             )
@@ -109,7 +113,7 @@ class Peer:
             waiter.set_result(message.get("result"))
 
     def handle(self, msg_id: Any, work: Coroutine[Any, Any, Any]) -> None:
-        """Runs a request's handler; its return value is the result, an RpcError the error."""
+        """Runs a request's handler; its return value is the result, an WireError the error."""
         task = asyncio.get_running_loop().create_task(self._respond(msg_id, work))
         self._handling[msg_id] = task
         task.add_done_callback(lambda done: self._finished(msg_id, done))
@@ -117,11 +121,11 @@ class Peer:
     async def _respond(self, msg_id: Any, work: Coroutine[Any, Any, Any]) -> None:
         try:
             result = await work
-        except RpcError as exc:
+        except WireError as exc:
             self.fail(msg_id, exc)
         except Exception:
             logger.exception("request %r failed", msg_id)
-            self.fail(msg_id, RpcError("internal error", INTERNAL[1], {"kind": INTERNAL[0]}))
+            self.fail(msg_id, WireError(INTERNAL[1], "internal error", {"kind": INTERNAL[0]}))
         else:
             self.answer(msg_id, result)
 
@@ -130,7 +134,7 @@ class Peer:
             del self._handling[msg_id]
         if task.cancelled():  # also when cancelled before it ever ran: it is answered all the same
             self.fail(
-                msg_id, RpcError("the request was cancelled", REQUEST_CANCELLED[1], {"kind": REQUEST_CANCELLED[0]})
+                msg_id, WireError(REQUEST_CANCELLED[1], "the request was cancelled", {"kind": REQUEST_CANCELLED[0]})
             )
 
     def cancel(self, msg_id: Any) -> None:
@@ -148,6 +152,6 @@ class Peer:
             waiter.cancel()
 
 
-def error(kind_and_code: tuple[str, int], message: str, **data: Any) -> RpcError:
+def error(kind_and_code: tuple[str, int], message: str, **data: Any) -> WireError:
     kind, code = kind_and_code
-    return RpcError(message, code, {"kind": kind, **data})
+    return WireError(code, message, {"kind": kind, **data})
