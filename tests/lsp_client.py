@@ -16,7 +16,8 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-TIMEOUT = 20.0
+from notification_log import TIMEOUT, NotificationLog
+
 NULL = object()  # as params: send `"params": null` (None leaves the member out)
 
 
@@ -32,7 +33,7 @@ class ResponseError(Exception):
         return self.data.get("kind") if isinstance(self.data, dict) else None
 
 
-class LspClient:
+class LspClient(NotificationLog):
     def __init__(self, process: asyncio.subprocess.Process) -> None:
         self.process = process
         self._ids = itertools.count(1)
@@ -184,26 +185,6 @@ class LspClient:
                     future.set_exception(ResponseError(message["error"]))
                 else:
                     future.set_result(message.get("result"))
-
-    async def wait_for(
-        self, predicate: Callable[[dict[str, Any]], bool], *, timeout: float = TIMEOUT
-    ) -> dict[str, Any]:
-        """The first notification (received so far or later) matching `predicate`."""
-        async with self._notified:
-            async with asyncio.timeout(timeout):
-                while True:
-                    for message in self.notifications:
-                        if predicate(message):
-                            return message
-                    await self._notified.wait()
-
-    def of(self, method: str, subscription_id: str | None = None) -> list[dict[str, Any]]:
-        return [
-            m["params"]
-            for m in self.notifications
-            if m["method"] == method
-            and (subscription_id is None or m["params"].get("subscriptionId") == subscription_id)
-        ]
 
     async def shutdown(self) -> int:
         with contextlib.suppress(Exception):

@@ -18,16 +18,18 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from notification_log import TIMEOUT, NotificationLog
+
 from openvaala_lsp.model import WorkspaceFolder
 from openvaala_lsp.protocol.methods import PREFIX, REQUESTS
 from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.core import Runtime
 from openvaala_lsp.runtime.subscriptions import Subscription
-from openvaala_lsp.server.dispatch import WireError, closed_notification, dispatch, notifications
+from openvaala_lsp.server.dispatch import closed_notification, dispatch, notifications
+from openvaala_lsp.server.peer import WireError
 from openvaala_lsp.storage.duckdb_store import DuckDBStorage
 
 ResponseError = WireError
-TIMEOUT = 20.0
 _clients = itertools.count(1)
 
 ClientTool = Callable[[str, str, str, dict[str, Any]], Any]
@@ -38,7 +40,7 @@ def wire(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
-class Harness:
+class Harness(NotificationLog):
     """One client (an editor connection) of a runtime; `connect` adds another to the same runtime."""
 
     def __init__(
@@ -54,7 +56,7 @@ class Harness:
         self.runtime = runtime
         self.folders = folders
         self.notifications: list[dict[str, Any]] = []
-        self._changed = asyncio.Condition()
+        self._notified = asyncio.Condition()
         self._pumps: set[asyncio.Task[None]] = set()
 
         async def workspace_folders() -> list[WorkspaceFolder]:
@@ -124,29 +126,9 @@ class Harness:
         await self._note({"jsonrpc": "2.0", "method": method, "params": params})
 
     async def _note(self, message: dict[str, Any]) -> None:
-        async with self._changed:
+        async with self._notified:
             self.notifications.append(message)
-            self._changed.notify_all()
-
-    async def wait_for(
-        self, predicate: Callable[[dict[str, Any]], bool], *, timeout: float = TIMEOUT
-    ) -> dict[str, Any]:
-        """The first notification (received so far or later) matching `predicate`."""
-        async with self._changed:
-            async with asyncio.timeout(timeout):
-                while True:
-                    for message in self.notifications:
-                        if predicate(message):
-                            return message
-                    await self._changed.wait()
-
-    def of(self, method: str, subscription_id: str | None = None) -> list[dict[str, Any]]:
-        return [
-            m["params"]
-            for m in self.notifications
-            if m["method"] == method
-            and (subscription_id is None or m["params"].get("subscriptionId") == subscription_id)
-        ]
+            self._notified.notify_all()
 
     # Ending
 
