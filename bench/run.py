@@ -178,6 +178,24 @@ class Turns:
         return result
 
 
+async def tool_gaps(
+    turns: Turns, server: FakeProviderServer, runs: int, tool: str, arguments: dict[str, Any]
+) -> list[float]:
+    """Milliseconds from the end of a response calling `tool` to the next request, per run."""
+    gaps = []
+    for _ in range(runs):
+        server.enqueue(
+            "openai-chat",
+            ChatStream().tool_call("c1", tool, [json.dumps(arguments)]).finish().response(),
+            ChatStream().text("done").finish().response(),
+        )
+        await turns.run(f"use {tool}")
+        asked, followed = server.requests_for("openai-chat")[-2:]
+        assert asked.finished_at is not None
+        gaps.append((followed.received_at - asked.finished_at) * 1000)
+    return gaps
+
+
 async def bench_turns(root: Path, args: list[str], quick: bool) -> None:
     home, workspace = root / "turn-home", root / "ws"
     home.mkdir()
@@ -230,39 +248,16 @@ async def bench_turns(root: Path, args: list[str], quick: bool) -> None:
         report("RSS growth per turn", rss_growth, "MiB", "rss_growth_mib_per_turn")
 
         (workspace / "notes.txt").write_text("tool input\n")
-        gaps = []
-        for _ in range(runs):
-            server.enqueue(
-                "openai-chat",
-                ChatStream().tool_call("c1", "read_file", [json.dumps({"path": "notes.txt"})]).finish().response(),
-                ChatStream().text("read it").finish().response(),
-            )
-            await turns.run("read notes")
-            asked, followed = server.requests_for("openai-chat")[-2:]
-            assert asked.finished_at is not None
-            gaps.append((followed.received_at - asked.finished_at) * 1000)
         # from the last byte of the response asking for the tool to the next request reaching the model:
         # stream end, tool run, results saved, next request built and sent
+        gaps = await tool_gaps(turns, server, runs, "read_file", {"path": "notes.txt"})
         report("tool round-trip gap (model sees the result)", statistics.median(gaps), "ms", "tool_gap_ms")
 
         # the same for a shell command, in the sandbox (the default) and with it off
         for mode in ("workspace-write", "off"):
             agent = {"name": "default", "sandbox": {"mode": mode}}
             await lsp.call("setDefinitions", model_definitions(server) | {"agents": [agent]})
-            gaps = []
-            for _ in range(runs):
-                server.enqueue(
-                    "openai-chat",
-                    ChatStream()
-                    .tool_call("c1", "shell", [json.dumps({"command": "echo bench-tool-ok"})])
-                    .finish()
-                    .response(),
-                    ChatStream().text("ran it").finish().response(),
-                )
-                await turns.run("run it")
-                asked, followed = server.requests_for("openai-chat")[-2:]
-                assert asked.finished_at is not None
-                gaps.append((followed.received_at - asked.finished_at) * 1000)
+            gaps = await tool_gaps(turns, server, runs, "shell", {"command": "echo bench-tool-ok"})
             report(f"shell tool gap, sandbox {mode}", statistics.median(gaps), "ms", "tool_gap_ms")
     finally:
         await lsp.shutdown()
