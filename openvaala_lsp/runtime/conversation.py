@@ -148,11 +148,10 @@ class OpenConversation:
         if skills:
             tools.append(SkillTool(skills))
         parent = self.runners.get(session.id)
-        sessions = {runner.session.id: runner.session for runner in self.runners.values()}
         known = (
             [name for name in (agent.sub_agents or []) if catalog.configured_agent(definitions, name)] if agent else []
         )
-        if known and parent is not None and subagents.depth(session, sessions) < subagents.MAX_DEPTH:
+        if known and parent is not None and len(self._ancestors(session)) < subagents.MAX_DEPTH:
             tools.append(subagents.SubAgentTool(self, parent, definitions, known))
         tools += self.mcp.tools()
         for client, servers in self.client_servers.values():

@@ -293,7 +293,7 @@ class SessionRunner:
         await storage.save_turn(turn)
         await storage.touch_conversation(turn.conversation_id, turn.ended_at)
         try:
-            await turns.settle(self, active)  # reports what those commits saved, the turn's start first
+            await active.items.settle()  # reports what those commits saved, the turn's start first
             await storage.flush()  # the turn's row, durable before turnCompleted
         except Exception:
             logger.exception("turn %s: its last writes could not be saved", turn.id)

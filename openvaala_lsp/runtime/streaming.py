@@ -76,9 +76,6 @@ class TurnItems:
         item.tool_call.arguments += fragment
         self.publish(events.ItemDelta(item_index=index, item_id=item.id, delta=fragment))
 
-    async def complete(self, index: int, status: ItemStatus) -> Item:
-        return (await self.complete_many([index], status))[0]
-
     async def complete_many(self, indexes: list[int], status: ItemStatus, *, later: bool = False) -> list[Item]:
         """Saves the items in one commit (not one each), then reports them saved, in order; with
         `later`, the turn goes on while they commit (see the module's note)."""

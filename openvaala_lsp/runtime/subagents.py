@@ -133,12 +133,3 @@ class SubAgentTool:
             "",
         )
         return ToolOutput(text=answer or f"(the sub-agent {name} finished without an answer)")
-
-
-def depth(session: Session, sessions: dict[str, Session]) -> int:
-    """How many parents a session has."""
-    count = 0
-    while session.parent_session_id is not None and session.parent_session_id in sessions and count < MAX_DEPTH:
-        session = sessions[session.parent_session_id]
-        count += 1
-    return count

@@ -80,7 +80,7 @@ async def _plan(
     assert item.tool_call is not None
     call = item.tool_call
     before = await hooks.fire(
-        "preToolUse", {"tool_name": call.name, "tool_input": json_object(call.arguments)}, call.name
+        "preToolUse", {"tool_name": call.name, "tool_input": _arguments(call.arguments) or {}}, call.name
     )
     plan = PlannedCall(index=index, call=call, context=context)
     if before.blocked:
@@ -88,7 +88,7 @@ async def _plan(
         return plan, before.stop
     if before.updated_input is not None:
         plan.call = attrs.evolve(call, arguments=json.dumps(before.updated_input))
-    arguments = _arguments(plan.call)
+    arguments = _arguments(plan.call.arguments)
     if plan.call.name not in tools or arguments is None:
         return plan, before.stop  # it cannot run: running it says why
     await _permit(plan, item, arguments, gate, before)
@@ -147,7 +147,7 @@ async def _run(plan: PlannedCall, tools: dict[str, Tool], items: TurnItems, hook
             output = ToolOutput(text=plan.refusal, is_error=True)
         else:
             output = await tool_output(call, tools, plan.context)
-            tool_input = json_object(call.arguments)
+            tool_input = _arguments(call.arguments) or {}
             payload = {"tool_name": call.name, "tool_input": tool_input, "tool_response": output.text}
             after = await hooks.fire("postToolUse", payload, call.name)
             feedback = [after.reason] if after.blocked and after.reason else []
@@ -184,19 +184,10 @@ async def tool_output(call: ToolCall, tools: dict[str, Tool], context: ToolConte
         return ToolOutput(text=f"the tool failed: {type(exc).__name__}: {exc}", is_error=True)
 
 
-def _arguments(call: ToolCall) -> dict[str, Any] | None:
-    """The call's arguments, if they are the JSON object a tool takes."""
-    try:
-        value = json.loads(call.arguments or "{}")
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def json_object(text: str) -> dict[str, Any]:
-    """The arguments as hooks see them: {} when they are not an object."""
+def _arguments(text: str) -> dict[str, Any] | None:
+    """A call's arguments, if they are the JSON object a tool takes (hooks see {} otherwise)."""
     try:
         value = json.loads(text or "{}")
     except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
+        return None
+    return value if isinstance(value, dict) else None

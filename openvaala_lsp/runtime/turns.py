@@ -181,13 +181,7 @@ async def record_inputs(
 
     active.items.defer(report)
     if wait:
-        await settle(owner, active)
-
-
-async def settle(owner: TurnOwner, active: ActiveTurn) -> None:
-    """Waits for the turn's commits under way and reports them (the turn itself first); before
-    anything else of the turn is published, so events stay in order and report only what is saved."""
-    await active.items.settle()
+        await active.items.settle()
 
 
 async def _loop(owner: TurnOwner, active: ActiveTurn) -> None:
@@ -195,7 +189,7 @@ async def _loop(owner: TurnOwner, active: ActiveTurn) -> None:
     await host.start_mcp(active.definitions, session.agent_name, wait=True)
     history = await owner.history()
     if _has_hooks(active, "sessionStart"):  # what they report comes after the turn's inputs
-        await settle(owner, active)
+        await active.items.settle()
     session_context = await owner.session_context(history, active.turn, active.hooks)
     instructions = "\n\n".join([owner.instructions(active.definitions), *session_context])
     provider: Provider | None = None
@@ -215,7 +209,7 @@ async def _loop(owner: TurnOwner, active: ActiveTurn) -> None:
         specs = context.tool_specs(tools)
         system = "\n\n".join([instructions, *active.context])
         if not active.auto_compacted and _over_threshold(owner, model, system, specs, await owner.history()):
-            await settle(owner, active)
+            await active.items.settle()
             active.auto_compacted = True
             await compaction.compact(owner, active, CompactionTrigger.AUTO)
         history = await owner.history()
@@ -325,7 +319,7 @@ async def _call_model(owner: TurnOwner, active: ActiveTurn, stream: AsyncIterato
         async for event in stream:
             if record.first_token_ms is None:
                 record.first_token_ms = int((time.monotonic() - started) * 1000)
-                await settle(owner, active)  # the turn's inputs are saved and announced first
+                await active.items.settle()  # the turn's inputs are saved and announced first
             if isinstance(event, provider_events.TextDelta):
                 if text_index is None:
                     text_index = items.start_text(ItemType.ASSISTANT_MESSAGE)
@@ -379,7 +373,7 @@ async def _call_model(owner: TurnOwner, active: ActiveTurn, stream: AsyncIterato
 
 
 async def _account(owner: TurnOwner, active: ActiveTurn, record: ModelCall, reported: TokenUsage | None) -> None:
-    await settle(owner, active)  # a call that failed before any answer: the turn is announced first
+    await active.items.settle()  # a call that failed before any answer: the turn is announced first
     history = await owner.history()
     # a call that failed before any answer (an HTTP error, a refused connection) used no tokens
     answered = reported is not None or record.first_token_ms is not None
