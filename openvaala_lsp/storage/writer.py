@@ -318,7 +318,8 @@ class BatchWriter:
         for (table, columns), by_key in seg.updates.items():
             if len(by_key) <= FEW_ROWS:
                 assignments = ", ".join(f"{column} = ?" for column in columns[1:])
-                cur.executemany(
+                _statement(
+                    cur,
                     f"UPDATE {table.name} SET {assignments} WHERE {table.key} = ?",
                     [(*row[1:], row[0]) for row in by_key.values()],
                 )
@@ -329,7 +330,7 @@ class BatchWriter:
             if not rows:
                 continue
             if len(rows) <= FEW_ROWS:
-                cur.executemany(_insert(name, columns), rows)
+                _statement(cur, _insert(name, columns), rows)
             else:
                 _flush(cur.appender(name, columns=list(columns)), rows)
 
@@ -372,11 +373,19 @@ def _few_records(cur: duckdb.DuckDBPyConnection, table: Table, changes: dict[str
     inserted = [c.row for c in changes.values() if c.row is not None and (c.new or table.whole)]
     replaced = [c.row for c in changes.values() if c.row is not None and not (c.new or table.whole)]
     if doomed:
-        cur.executemany(f"DELETE FROM {table.name} WHERE {table.key} = ?", doomed)
+        _statement(cur, f"DELETE FROM {table.name} WHERE {table.key} = ?", doomed)
     if inserted:
-        cur.executemany(_insert(table.name, table.columns), inserted)
+        _statement(cur, _insert(table.name, table.columns), inserted)
     if replaced:
-        cur.executemany(_insert(table.name, table.columns, "INSERT OR REPLACE"), replaced)
+        _statement(cur, _insert(table.name, table.columns, "INSERT OR REPLACE"), replaced)
+
+
+def _statement(cur: duckdb.DuckDBPyConnection, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    # one row by `execute`: `executemany` costs a third more for it (0.68 vs 1.03 ms, a 28-column insert)
+    if len(rows) == 1:
+        cur.execute(sql, rows[0])
+    else:
+        cur.executemany(sql, rows)
 
 
 def _insert(table: str, columns: Sequence[str], verb: str = "INSERT") -> str:
