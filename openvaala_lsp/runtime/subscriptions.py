@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import itertools
 from collections.abc import Callable
 from typing import Any
 
 from openvaala_lsp.model import ErrorInfo
 from openvaala_lsp.protocol.errors import SubscriberTooSlow
+from openvaala_lsp.protocol.events import ItemDelta
 
 DEFAULT_CAPACITY = 10_000
 
@@ -45,6 +47,7 @@ class Subscription:
         self.close_reason: ErrorInfo | None = None
         self._events: collections.deque[Any] = collections.deque()
         self._ready = asyncio.Event()
+        self._news = asyncio.Event()  # an event other than a delta is queued or taken: send without waiting
         self._on_close = on_close
 
     @property
@@ -59,6 +62,8 @@ class Subscription:
             return
         self._events.append(event)
         self._ready.set()
+        if type(event) is not ItemDelta:
+            self._news.set()
 
     def close(self, reason: ErrorInfo, *, drop: bool = False) -> None:
         """Ends the subscription. Events already published are still delivered before the close
@@ -69,6 +74,7 @@ class Subscription:
         if drop:
             self._events.clear()
         self._ready.set()
+        self._news.set()
         if self._on_close is not None:
             self._on_close(self)
 
@@ -78,7 +84,19 @@ class Subscription:
             self._ready.clear()
             await self._ready.wait()
         batch = [self._events.popleft() for _ in range(min(limit, len(self._events)))]
+        if not self._events and self.close_reason is None and all(type(event) is ItemDelta for event in batch):
+            self._news.clear()
         return batch
+
+    async def hold(self, seconds: float) -> None:
+        """Waits up to `seconds` for more deltas to ride along with those taken, not at all when an
+        event of another kind (an item saved, the turn's end, an approval asked) was taken or is
+        queued, or the subscription closed: the editor is waiting for those, not for more text."""
+        if self._news.is_set():
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await self._news.wait()
 
     def pending(self) -> int:
         return len(self._events)

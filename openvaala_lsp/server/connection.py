@@ -299,9 +299,11 @@ class Connection:
         pump.add_done_callback(self._pumps.discard)
 
     async def _pump(self, sub: Subscription) -> None:
-        """Sends a subscription's events as they come. A session's events leave at once after a quiet
+        """Sends a subscription's events as they come. A session's deltas leave at once after a quiet
         spell (the first delta of an answer is not held back) and at most once per `eventBatchMs`
-        while they keep coming, the ones in between riding along in one notification."""
+        while they keep coming, the ones in between riding along in one notification; any other
+        event (an item saved, the turn's end, an approval asked) goes at once with the deltas before
+        it (see `Subscription.hold`)."""
         seq = 0
         loop = asyncio.get_running_loop()
         sent_at = -1e9
@@ -311,7 +313,7 @@ class Connection:
                 break
             wait = sent_at + self._event_batch - loop.time()
             if sub.kind == subscriptions.SESSION and wait > 0 and len(batch) < MAX_EVENTS_PER_NOTIFICATION:
-                await asyncio.sleep(wait)  # a few more events ride along
+                await sub.hold(wait)  # a few more deltas ride along
                 batch += await sub.next_batch(MAX_EVENTS_PER_NOTIFICATION - len(batch)) if sub.pending() else []
             sent_at = loop.time()
             for method, params in notifications(sub, seq, batch):
