@@ -17,6 +17,7 @@ from typing import Any, Protocol, TypeVar
 import attrs
 import httpx
 
+from openvaala_lsp.providers import transport as stream_transport
 from openvaala_lsp.providers.base import ProviderError, StreamEvent
 from openvaala_lsp.providers.errors import (
     AUTHENTICATION,
@@ -132,7 +133,7 @@ class StreamingHttp:
             headers={"user-agent": USER_AGENT, **headers},
             auth=auth,
             timeout=timeouts.httpx_timeout(),
-            transport=transport,
+            transport=transport or stream_transport.for_url(base_url),
             # plain HTTP (a local model) needs no certificates: loading them costs a first turn ~30 ms
             verify=not base_url.startswith("http://"),
         )

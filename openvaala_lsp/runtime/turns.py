@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Protocol
@@ -53,6 +54,8 @@ from openvaala_lsp.runtime.streaming import TurnItems
 from openvaala_lsp.runtime.tool_calls import CallGate, run_tool_calls
 
 logger = logging.getLogger(__name__)
+
+YIELD_SECONDS = 0.002  # the longest a model stream keeps the event loop to itself
 
 MAX_STOP_CONTINUATIONS = 3
 HOOK_BLOCKED = "hookBlocked"
@@ -315,6 +318,8 @@ async def _call_model(owner: TurnOwner, active: ActiveTurn, stream: AsyncIterato
     reasoning_index: int | None = None
     tool_indexes: dict[int, int] = {}  # provider's tool call index -> itemIndex
     completed: provider_events.Completed | None = None
+    loop = asyncio.get_running_loop()
+    yielded = -math.inf
     try:
         async for event in stream:
             if record.first_token_ms is None:
@@ -355,6 +360,12 @@ async def _call_model(owner: TurnOwner, active: ActiveTurn, stream: AsyncIterato
                     item.tool_call.arguments = event.call.arguments
             elif isinstance(event, provider_events.Completed):
                 completed = event
+            if loop.time() - yielded > YIELD_SECONDS:
+                # a stream read behind the model comes a socket buffer at a time without suspending:
+                # let the editor's notifications (and everyone else) out after the first event and
+                # every few ms after
+                await asyncio.sleep(0)
+                yielded = loop.time()
     except BaseException as exc:
         record.error = "interrupted" if isinstance(exc, asyncio.CancelledError) else f"{type(exc).__name__}: {exc}"
         record.latency_ms = int((time.monotonic() - started) * 1000)
