@@ -36,15 +36,15 @@ class InputQueue:
             self.input_ids[pending.input_id] = pending.item.id
 
     async def add(self, pending: PendingInput) -> None:
-        """Queued at once (a turn may claim it before it is committed: the turn's own commit comes
-        after it); returns once it is durable. An input that cannot be saved leaves the queue."""
+        """Queued, and its row with the storage's next commit, which the caller awaits (a turn that
+        takes the input at once commits it with its own start)."""
         self.pending.append(pending)
-        try:
-            await self._storage.save_pending_input(pending, new=True)
-        except BaseException:
-            if pending in self.pending and pending.item.id not in self.taken:
-                self.pending.remove(pending)
-            raise
+        await self._storage.save_pending_input(pending, new=True, durable=False)
+
+    def unsaved(self, pending: PendingInput) -> None:
+        """The input's commit failed: it leaves the queue, unless a turn has taken it."""
+        if pending in self.pending and pending.item.id not in self.taken:
+            self.pending.remove(pending)
 
     def find(self, item_id: str) -> PendingInput:
         """A pending input that no turn has taken."""

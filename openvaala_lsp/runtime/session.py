@@ -151,18 +151,27 @@ class SessionRunner:
 
     async def add_input(self, pending: PendingInput) -> None:
         """Queues, steers or interrupts with an input, and returns once it is durable. A turn it
-        starts begins meanwhile: the turn's commit follows the input's (often the same one), so an
-        idle session's model call waits for one commit, not two."""
-        if pending.mode == SessionInputMode.STEER and self.active is not None:
-            pending.turn_id = self.active.turn.id
-        saving = asyncio.ensure_future(self.queue.add(pending))
-        await asyncio.sleep(0)  # the write is queued (and the input in the queue) before a turn claims it
+        starts at once commits it with the turn's own start (one commit before the model's answer
+        can be shown, not two); otherwise it commits by itself. An input that cannot be saved
+        leaves the queue."""
+        before = self.active
+        if pending.mode == SessionInputMode.STEER and before is not None:
+            pending.turn_id = before.turn.id
+        await self.queue.add(pending)
         self.publish(events.PendingInputAdded(item=copy.deepcopy(pending.item), mode=pending.mode.value))
         self.host.session_changed(self.runtime_info())
-        if pending.mode == SessionInputMode.INTERRUPT and self.active is not None:
+        if pending.mode == SessionInputMode.INTERRUPT and before is not None:
             self.interrupt()
         self.maybe_start()
-        await saving
+        started = self.active if self.active is not before else None
+        try:
+            if started is not None and pending.item.id in self.queue.taken:
+                await asyncio.shield(started.inputs_saved)
+            else:
+                await self.host.storage.flush()
+        except Exception:
+            self.queue.unsaved(pending)
+            raise
 
     async def run_task(self, pending: PendingInput) -> Turn:
         """Adds an input and waits for the turn that runs it to end (a sub-agent's task)."""
@@ -295,8 +304,10 @@ class SessionRunner:
         try:
             await active.items.settle()  # reports what those commits saved, the turn's start first
             await storage.flush()  # the turn's row, durable before turnCompleted
-        except Exception:
+        except Exception as exc:
             logger.exception("turn %s: its last writes could not be saved", turn.id)
+            active.inputs_done(exc)
+        active.inputs_done()  # inputs it never recorded are back in the queue, committed
         self.announce(active)  # a turn that ended before announcing itself (interrupted, failed)
         if turn.error is not None:
             self.publish(events.ErrorEvent(error=turn.error))

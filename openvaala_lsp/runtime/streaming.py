@@ -103,9 +103,11 @@ class TurnItems:
                 await self.settle()
         return [item for _, item, _ in staged]
 
-    def defer(self, report: Callable[[], None]) -> None:
-        """Commits what is queued, and runs `report` once it is done (at `settle`)."""
-        self.deferred.append((asyncio.ensure_future(self.storage.flush()), report))
+    def defer(self, report: Callable[[], None]) -> asyncio.Future[None]:
+        """Commits what is queued, and runs `report` once it is done (at `settle`); the commit."""
+        committing = asyncio.ensure_future(self.storage.flush())
+        self.deferred.append((committing, report))
+        return committing
 
     async def settle(self) -> None:
         """Waits for the commits under way and reports them, in order."""

@@ -121,6 +121,32 @@ class ActiveTurn:
     request_tokens: int = 0  # the estimated size of the request being made
     overflow_retried: bool = False  # a context-length error gets one compaction and one retry
     announced: bool = False  # turnStarted is published
+    # the inputs it took are durable: in its first commit, or (never recorded) back in the queue
+    inputs_saved: asyncio.Future[None] = attrs.Factory(lambda: _unwatched_future())
+
+    def inputs_in(self, commit: asyncio.Future[None]) -> None:
+        """`inputs_saved` ends as the commit that holds the turn's inputs does."""
+        commit.add_done_callback(
+            lambda done: self.inputs_done(asyncio.CancelledError() if done.cancelled() else done.exception())
+        )
+
+    def inputs_done(self, error: BaseException | None = None) -> None:
+        saved = self.inputs_saved
+        if saved.done():
+            return
+        if isinstance(error, asyncio.CancelledError):
+            saved.cancel()
+        elif error is not None:
+            saved.set_exception(error)
+        else:
+            saved.set_result(None)
+
+
+def _unwatched_future() -> asyncio.Future[None]:
+    future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    # only a submit that started the turn awaits it: a failure nobody awaits is no error to log
+    future.add_done_callback(lambda done: done.cancelled() or done.exception())
+    return future
 
 
 async def execute(owner: TurnOwner, active: ActiveTurn, inputs: list[PendingInput]) -> None:
@@ -182,7 +208,7 @@ async def record_inputs(
             owner.publish(events.PendingInputRemoved(item_id=item.id, reason="taken"))
             owner.saved(ordinal, item, remembered=True)
 
-    active.items.defer(report)
+    active.inputs_in(active.items.defer(report))
     if wait:
         await active.items.settle()
 

@@ -170,9 +170,9 @@ class DuckDBStorage:
                 raise StorageClosedError() from None
             raise
 
-    async def flush(self) -> None:
+    def flush(self) -> asyncio.Future[None]:
         self._check_open()
-        await _wait(self._writer.barrier())
+        return asyncio.wrap_future(self._writer.barrier())
 
     async def checkpoint(self) -> None:
         """Commits what is queued and folds the WAL into the file (keeps the next open fast)."""
@@ -355,8 +355,8 @@ class DuckDBStorage:
         turns: list[Turn] = await self._write([Run(lambda cur: queries.interrupt_running_turns(cur, at))], durable=True)
         return turns
 
-    async def save_pending_input(self, pending: PendingInput, *, new: bool = False) -> None:
-        await self._write([Put(PENDING_INPUTS, pending_row(pending), new=new)], durable=True)
+    async def save_pending_input(self, pending: PendingInput, *, new: bool = False, durable: bool = True) -> None:
+        await self._write([Put(PENDING_INPUTS, pending_row(pending), new=new)], durable=durable)
 
     async def remove_pending_input(
         self, conversation_id: ConversationId, item_id: ItemId, *, durable: bool = True

@@ -128,8 +128,8 @@ class RecordStorage(Protocol):
     async def interrupt_running_turns(self, ended_at: dt.datetime) -> list[Turn]:
         """Durable. At startup: every turn still `running` becomes `interrupted`; returns them."""
 
-    async def save_pending_input(self, pending: PendingInput, *, new: bool = False) -> None:
-        """Durable. Inserts or replaces by item id."""
+    async def save_pending_input(self, pending: PendingInput, *, new: bool = False, durable: bool = True) -> None:
+        """Inserts or replaces by item id; durable unless `durable` is false (then with the next commit)."""
 
     async def remove_pending_input(
         self, conversation_id: ConversationId, item_id: ItemId, *, durable: bool = True
@@ -208,8 +208,9 @@ class Storage(RecordStorage, LogStorage, SqlStorage, Protocol):
     ) -> list[Ordinal]:
         """Durable, in one transaction: a whole conversation (a fork). Returns the items' ordinals."""
 
-    async def flush(self) -> None:
-        """Commits everything queued so far."""
+    def flush(self) -> Awaitable[None]:
+        """Commits everything queued so far: the commit is asked for at the call, not at the first
+        await (a turn's start commits while its model request is being built)."""
 
     async def close(self) -> None:
         """Commits, checkpoints and closes. Idempotent."""

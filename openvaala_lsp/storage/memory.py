@@ -153,7 +153,7 @@ class MemoryStorage:
                     interrupted.append(copy.deepcopy(turn))
         return interrupted
 
-    async def save_pending_input(self, pending: PendingInput, *, new: bool = False) -> None:
+    async def save_pending_input(self, pending: PendingInput, *, new: bool = False, durable: bool = True) -> None:
         if (log := self._log(pending.item.conversation_id)) is not None:
             log.pending[pending.item.id] = copy.deepcopy(pending)
             if pending.input_id:

@@ -5,7 +5,7 @@ nothing of it ever reaches a table; lists merge both, in the database's order an
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from typing import Any
 
 from openvaala_lsp.model import (
@@ -125,8 +125,8 @@ class SplitStorage:
     async def interrupt_running_turns(self, ended_at: dt.datetime) -> list[Turn]:
         return await self.durable.interrupt_running_turns(ended_at)  # memory starts empty with the process
 
-    async def save_pending_input(self, pending: PendingInput, *, new: bool = False) -> None:
-        await self._for(pending.item.conversation_id).save_pending_input(pending, new=new)
+    async def save_pending_input(self, pending: PendingInput, *, new: bool = False, durable: bool = True) -> None:
+        await self._for(pending.item.conversation_id).save_pending_input(pending, new=new, durable=durable)
 
     async def remove_pending_input(
         self, conversation_id: ConversationId, item_id: ItemId, *, durable: bool = True
@@ -197,8 +197,8 @@ class SplitStorage:
     async def export_usage(self, request: ExportRequest) -> ExportOutcome:
         return await self.durable.export_usage(request)  # ephemeral conversations are never exported
 
-    async def flush(self) -> None:
-        await self.durable.flush()
+    def flush(self) -> Awaitable[None]:
+        return self.durable.flush()
 
     async def close(self) -> None:
         await self.durable.close()

@@ -1,14 +1,17 @@
-"""submitInput: idempotency by inputId, content validation, no model configured, not open."""
+"""submitInput: idempotency by inputId, content validation, no model configured, not open, what commits."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fake_provider import ChatStream, FakeProviderServer
 from harness import Harness, ResponseError
 from turn_helpers import Session
+
+from openvaala_lsp.storage.writer import BatchWriter
 
 
 async def test_input_idempotency_and_validation(agent: Harness, provider: FakeProviderServer) -> None:
@@ -66,3 +69,48 @@ async def test_no_model_and_not_open(home: Path, workspace: Path) -> None:
             assert (err.value.code, err.value.kind) == (-32011, "conversationNotOpen"), method
     finally:
         await lsp.stop()
+
+
+async def test_an_input_an_idle_session_takes_commits_with_its_turn(
+    agent: Harness, provider: FakeProviderServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One commit stands between the submit and the model's first words shown, not two: nothing asks
+    for a commit before the turn's row and the input's item are queued behind the input, and the
+    input never reaches `pending_inputs` (queued and taken in one batch)."""
+    asked: list[str] = []  # what reached the writer, in order: table names, "commit" for each request
+    submit, barrier = BatchWriter.submit, BatchWriter.barrier
+
+    def recording_submit(self: BatchWriter, ops: Any, *, durable: bool) -> Any:
+        asked.extend(table_name(op) for op in ops)
+        if durable:
+            asked.append("commit")
+        return submit(self, ops, durable=durable)
+
+    def recording_barrier(self: BatchWriter) -> Any:
+        asked.append("commit")
+        return barrier(self)
+
+    provider.set_default("openai-chat", ChatStream().text("ok").finish().response())
+    session = await Session.open(agent)
+    monkeypatch.setattr(BatchWriter, "submit", recording_submit)
+    monkeypatch.setattr(BatchWriter, "barrier", recording_barrier)
+    await session.submit("hello")
+    await session.turn_completed()
+    first = asked[: asked.index("commit")]
+    assert {"pending_inputs", "turns", "items"} <= set(first), asked
+    commits: list[set[str]] = []
+    original = BatchWriter._commit
+
+    def recording_commit(self: BatchWriter, batch: Any) -> None:
+        commits.append({table.name for segment in batch.segments for table, rows in segment.records.items() if rows})
+        original(self, batch)
+
+    monkeypatch.setattr(BatchWriter, "_commit", recording_commit)
+    await session.submit("again")
+    await session.turn_completed(2)
+    assert commits and all("pending_inputs" not in tables for tables in commits), commits
+
+
+def table_name(op: Any) -> str:
+    table = getattr(op, "table", "run")  # Append names its table, Put/Delete/Update carry it
+    return table if isinstance(table, str) else str(table.name)
