@@ -92,9 +92,10 @@ class Session:
                 await asyncio.sleep(0.01)
 
     async def turn_completed(self, count: int = 1) -> dict[str, Any]:
+        """The `count`-th turnCompleted, once it came (later turns may have ended too by then)."""
         await self.wait_event(
             lambda e: (
-                e["type"] == "turnCompleted" and count == sum(1 for x in self.events() if x["type"] == "turnCompleted")
+                e["type"] == "turnCompleted" and count <= sum(1 for x in self.events() if x["type"] == "turnCompleted")
             )
         )
         return [e for e in self.events() if e["type"] == "turnCompleted"][count - 1]["turn"]

@@ -33,8 +33,8 @@ class TurnItems:
     remember: Remember
     streaming: dict[int, Item] = attrs.Factory(dict)  # itemIndex -> item being produced
     next_index: int = 0
-    # commits under way, each with what reports it once done, in order
-    deferred: list[tuple[asyncio.Future[None], Callable[[], None]]] = attrs.Factory(list)
+    # commits under way (None: not asked for yet), each with what reports it once done, in order
+    deferred: list[tuple[asyncio.Future[None] | None, Callable[[], None]]] = attrs.Factory(list)
     saving: set[int] = attrs.Factory(set)  # itemIndexes saved, not yet reported (still streaming)
 
     def unsaved(self) -> list[int]:
@@ -76,9 +76,12 @@ class TurnItems:
         item.tool_call.arguments += fragment
         self.publish(events.ItemDelta(item_index=index, item_id=item.id, delta=fragment))
 
-    async def complete_many(self, indexes: list[int], status: ItemStatus, *, later: bool = False) -> list[Item]:
+    async def complete_many(
+        self, indexes: list[int], status: ItemStatus, *, later: bool = False, now: bool = True
+    ) -> list[Item]:
         """Saves the items in one commit (not one each), then reports them saved, in order; with
-        `later`, the turn goes on while they commit (see the module's note)."""
+        `later`, the turn goes on while they commit (see the module's note), and without `now` the
+        commit is not even asked for: they go with whatever the turn commits next."""
         staged = []
         for index in indexes:
             if index in self.saving:
@@ -98,14 +101,15 @@ class TurnItems:
                 self.saved(ordinal, item, remembered=later)
 
         if staged:
-            self.defer(report)
+            self.defer(report, now=now or not later)
             if not later:
                 await self.settle()
         return [item for _, item, _ in staged]
 
-    def defer(self, report: Callable[[], None]) -> asyncio.Future[None]:
-        """Commits what is queued, and runs `report` once it is done (at `settle`); the commit."""
-        committing = asyncio.ensure_future(self.storage.flush())
+    def defer(self, report: Callable[[], None], *, now: bool = True) -> asyncio.Future[None] | None:
+        """Runs `report` once what is queued is committed (at `settle`); the commit, asked for now,
+        or, without `now`, by the next `settle`."""
+        committing = asyncio.ensure_future(self.storage.flush()) if now else None
         self.deferred.append((committing, report))
         return committing
 
@@ -113,6 +117,9 @@ class TurnItems:
         """Waits for the commits under way and reports them, in order."""
         while self.deferred:
             committing, report = self.deferred[0]
+            if committing is None:
+                committing = asyncio.ensure_future(self.storage.flush())
+                self.deferred[0] = (committing, report)
             await asyncio.shield(committing)  # the commit goes on (and is reported) even if the turn stops
             self.deferred.pop(0)
             report()

@@ -66,7 +66,7 @@ async def run_tool_calls(
         planned.append(plan)
         if stop:
             break
-    await items.complete_many(indexes, ItemStatus.COMPLETED)
+    await items.complete_many(indexes, ItemStatus.COMPLETED, later=True)  # each call runs while they commit
     for plan in planned:
         if await _run(plan, tools, items, hooks):
             return True
@@ -91,15 +91,17 @@ async def _plan(
     arguments = _arguments(plan.call.arguments)
     if plan.call.name not in tools or arguments is None:
         return plan, before.stop  # it cannot run: running it says why
-    await _permit(plan, item, arguments, gate, before)
+    await _permit(plan, item, items, arguments, gate, before)
     return plan, before.stop
 
 
 async def _permit(
-    plan: PlannedCall, item: Item, arguments: dict[str, Any], gate: CallGate, before: HookOutcome
+    plan: PlannedCall, item: Item, items: TurnItems, arguments: dict[str, Any], gate: CallGate, before: HookOutcome
 ) -> None:
     hook = permissions.HookPermission(before.permission, before.ask_reason) if before.permission else None
-    state = await asyncio.to_thread(sandbox.state)  # probed once per process, off the event loop
+    state = sandbox.known()
+    if state is None:
+        state = await asyncio.to_thread(sandbox.state)  # probed once per process, off the event loop
     remembered = gate.host.always_allowed()
     verdict = permissions.decide(plan.call.name, arguments, gate.agent, remembered, plan.context, state, hook)
     plan.context = attrs.evolve(plan.context, sandbox=verdict.sandbox)
@@ -111,6 +113,7 @@ async def _permit(
     if verdict.decision is PermissionDecision.ALLOW:
         return
     assert verdict.request is not None
+    await items.settle()  # what the answer said before the call is reported saved before anyone is asked
     item.status = ItemStatus.AWAITING_APPROVAL  # in snapshots until answered; the events say so
     try:
         answer = await gate.approvals.ask(item.id, verdict.request)
@@ -132,8 +135,16 @@ def _denial(reason: str, answer: Answer) -> str:
 
 
 async def _run(plan: PlannedCall, tools: dict[str, Tool], items: TurnItems, hooks: SessionHooks) -> bool:
-    """Runs one decided call and saves its result item; True if a postToolUse hook stops the turn."""
+    """Runs one decided call and saves its result item; True if a postToolUse hook stops the turn.
+    The tool starts while the call's commit is under way (it holds up neither); the call is reported
+    saved before its result item starts."""
     call = plan.call
+    running = None if plan.refusal is not None else asyncio.ensure_future(tool_output(call, tools, plan.context))
+    try:
+        await items.settle()
+    except BaseException:
+        await _stop(running)
+        raise
     index = items.start(
         ItemType.TOOL_RESULT,
         tool_result=ToolResult(call_id=call.call_id, name=call.name),
@@ -143,10 +154,10 @@ async def _run(plan: PlannedCall, tools: dict[str, Tool], items: TurnItems, hook
     assert item.tool_result is not None
     after = HookOutcome()
     try:
-        if plan.refusal is not None:
-            output = ToolOutput(text=plan.refusal, is_error=True)
+        if running is None:
+            output = ToolOutput(text=plan.refusal or "", is_error=True)
         else:
-            output = await tool_output(call, tools, plan.context)
+            output = await running
             tool_input = _arguments(call.arguments) or {}
             payload = {"tool_name": call.name, "tool_input": tool_input, "tool_response": output.text}
             after = await hooks.fire("postToolUse", payload, call.name)
@@ -155,6 +166,7 @@ async def _run(plan: PlannedCall, tools: dict[str, Tool], items: TurnItems, hook
                 text = "\n\n".join([*plan.said, output.text, *feedback, *after.additional_context])
                 output = ToolOutput(text=text, is_error=output.is_error)
     except asyncio.CancelledError:
+        await _stop(running)
         item.content = [Content(type="text", text=INTERRUPTED_TOOL_TEXT)]
         item.tool_result.is_error = True
         raise
@@ -163,6 +175,13 @@ async def _run(plan: PlannedCall, tools: dict[str, Tool], items: TurnItems, hook
     # the next model request goes out while the result commits; its answer waits for the commit
     await items.complete_many([index], ItemStatus.COMPLETED, later=True)
     return after.stop
+
+
+async def _stop(running: asyncio.Future[ToolOutput] | None) -> None:
+    """Stops a tool that is still running and waits for it to end (its process killed)."""
+    if running is not None and not running.done():
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
 
 
 async def tool_output(call: ToolCall, tools: dict[str, Tool], context: ToolContext) -> ToolOutput:

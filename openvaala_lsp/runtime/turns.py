@@ -208,7 +208,9 @@ async def record_inputs(
             owner.publish(events.PendingInputRemoved(item_id=item.id, reason="taken"))
             owner.saved(ordinal, item, remembered=True)
 
-    active.inputs_in(active.items.defer(report))
+    committing = active.items.defer(report)
+    assert committing is not None
+    active.inputs_in(committing)
     if wait:
         await active.items.settle()
 
@@ -400,11 +402,11 @@ async def _call_model(owner: TurnOwner, active: ActiveTurn, stream: AsyncIterato
         raise
     record.latency_ms = int((time.monotonic() - started) * 1000)
     await _account(owner, active, record, completed.usage if completed is not None else None)
-    # tool calls stay streaming until they are decided (they may wait for the user's approval); a
-    # last answer's items commit with the turn's end (one commit, not two)
+    # tool calls stay streaming until they are decided (they may wait for the user's approval); the
+    # other items commit with what comes next: the calls, or the turn's end (one commit, not two)
     produced = items.unsaved()
     calls = [index for index in produced if items.streaming[index].type == ItemType.TOOL_CALL]
-    await items.complete_many([i for i in produced if i not in calls], ItemStatus.COMPLETED, later=not calls)
+    await items.complete_many([i for i in produced if i not in calls], ItemStatus.COMPLETED, later=True, now=False)
     await owner.host.storage.append_model_call(record)  # after the items: it need not hold up their commit
     return calls
 

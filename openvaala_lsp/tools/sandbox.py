@@ -51,6 +51,11 @@ def state() -> SandboxState:
         return _probe()
 
 
+def known() -> SandboxState | None:
+    """The probe's answer if it is in, without waiting for it."""
+    return _probe() if _probe.cache_info().currsize else None
+
+
 def probe_soon() -> None:
     """Starts the probe in the background, so whoever asks later (an editor's `initialize`) finds the
     answer ready instead of waiting for a bwrap process."""
