@@ -820,3 +820,26 @@ def test_tables_replaced_whole_name_every_column() -> None:
     for table in (codec.CONVERSATIONS, codec.SESSIONS, codec.TURNS, codec.PENDING_INPUTS):
         columns = {row[0] for row in con.execute(f"DESCRIBE {table.name}").fetchall()}
         assert table.whole == (set(table.columns) == columns), table.name
+
+
+def test_the_engine_is_what_duckdbs_package_re_exports() -> None:
+    """storage.engine skips DuckDB's Python package (its import is ~70 ms of a first start): the
+    package must still be a plain re-export of that engine, or the pin in pyproject.toml is wrong."""
+    from openvaala_lsp.storage import engine
+
+    assert engine.duckdb.DuckDBPyConnection is duckdb.DuckDBPyConnection
+    assert (engine.duckdb.connect, engine.duckdb.Error) == (duckdb.connect, duckdb.Error)
+    assert engine.DuckDBPyType is duckdb.sqltypes.DuckDBPyType
+
+
+def test_the_runtime_host_opens_its_database_without_duckdbs_python_package(tmp_path: Path) -> None:
+    script = (
+        "import sys\n"
+        "import openvaala_lsp.host.server\n"
+        "from openvaala_lsp.storage.duckdb_store import connect_file\n"
+        f"connections = connect_file({str(tmp_path / 'x.duckdb')!r})\n"
+        "connections[1].execute('SELECT count(*) FROM conversations').fetchall()\n"
+        "print(sorted(name for name in sys.modules if name == 'duckdb' or name.startswith('duckdb.')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout

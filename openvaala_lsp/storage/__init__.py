@@ -1,7 +1,7 @@
 """Persistence: records (conversations, sessions, turns, pending inputs) and logs (items, model calls).
 
 Storage knows nothing about models or JSON-RPC; it stores the attrs types of `openvaala_lsp.model`.
-`DuckDBStorage` (in `duckdb_store`) is imported on first use: `import duckdb` costs about 100 ms.
+`DuckDBStorage` (in `duckdb_store`) is imported on first use: DuckDB's engine costs ~15 ms to load (see `engine`).
 """
 
 from __future__ import annotations

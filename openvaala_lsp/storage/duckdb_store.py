@@ -16,8 +16,6 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
-import duckdb
-
 from openvaala_lsp.model import (
     Conversation,
     ConversationId,
@@ -53,6 +51,7 @@ from openvaala_lsp.storage.codec import (
     session_row,
     turn_row,
 )
+from openvaala_lsp.storage.engine import duckdb
 from openvaala_lsp.storage.errors import (
     InvalidCursor,
     QueryCancelled,

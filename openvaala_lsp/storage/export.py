@@ -30,13 +30,17 @@ import hashlib
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import duckdb
 
+from openvaala_lsp.storage import engine
 from openvaala_lsp.storage.codec import Row
+from openvaala_lsp.storage.engine import duckdb
 from openvaala_lsp.storage.interfaces import ExportedTable, ExportOutcome, ExportRequest
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyRelation
 
 EXPORT_COLUMNS = (
     "destination",
@@ -176,6 +180,7 @@ def _write(
     directory: Path,
     prefix: str,
 ) -> ExportedTable:
+    engine.load_relational_api()
     target = directory / table.name
     for stale in target.glob(f"day=*/{prefix}_*.parquet"):  # left by a failed try of this export
         stale.unlink()
@@ -206,7 +211,7 @@ def _write(
 class _Stream:
     """A relation as an Arrow C stream only: the writer's DuckDB scans it without knowing whose it is."""
 
-    def __init__(self, relation: duckdb.DuckDBPyRelation) -> None:
+    def __init__(self, relation: DuckDBPyRelation) -> None:
         self._relation = relation
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:

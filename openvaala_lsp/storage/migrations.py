@@ -5,8 +5,7 @@ Never edit a released migration: append a new one. `schema_version` records ever
 
 from __future__ import annotations
 
-import duckdb
-
+from openvaala_lsp.storage.engine import duckdb
 from openvaala_lsp.storage.errors import StorageError
 
 _USAGE = """

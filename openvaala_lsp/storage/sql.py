@@ -29,8 +29,7 @@ import threading
 from concurrent.futures import Future
 from typing import Any
 
-import duckdb
-
+from openvaala_lsp.storage.engine import duckdb
 from openvaala_lsp.storage.errors import QueryCancelled, QueryError, StorageLockedError
 from openvaala_lsp.storage.interfaces import SqlColumn, SqlResult
 from openvaala_lsp.storage.migrations import LATEST_VERSION, current_version, migrate

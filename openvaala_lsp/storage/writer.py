@@ -20,9 +20,9 @@ from concurrent.futures import Future
 from typing import Any
 
 import attrs
-import duckdb
 
 from openvaala_lsp.storage.codec import Row, Table
+from openvaala_lsp.storage.engine import duckdb
 from openvaala_lsp.storage.errors import StorageClosedError, StorageError
 
 log = logging.getLogger(__name__)
