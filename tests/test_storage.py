@@ -44,8 +44,9 @@ from openvaala_lsp.model import (
 )
 from openvaala_lsp.storage import InvalidCursor, StorageClosedError, StorageError, StorageLockedError
 from openvaala_lsp.storage.codec import MODEL_CALL_COLUMNS, PENDING_INPUTS, TURN_COLUMNS, USAGE_COLUMNS, pending_row
-from openvaala_lsp.storage.duckdb_store import CONFIG, DuckDBStorage
+from openvaala_lsp.storage.duckdb_store import DuckDBStorage
 from openvaala_lsp.storage.migrations import LATEST_VERSION
+from openvaala_lsp.storage.opening import CONFIG
 from openvaala_lsp.storage.writer import Put
 
 T0 = dt.datetime(2025, 3, 1, 12, 0, tzinfo=dt.UTC)
@@ -836,7 +837,7 @@ def test_the_runtime_host_opens_its_database_without_duckdbs_python_package(tmp_
     script = (
         "import sys\n"
         "import openvaala_lsp.host.server\n"
-        "from openvaala_lsp.storage.duckdb_store import connect_file\n"
+        "from openvaala_lsp.storage.opening import connect_file\n"
         f"connections = connect_file({str(tmp_path / 'x.duckdb')!r})\n"
         "connections[1].execute('SELECT count(*) FROM conversations').fetchall()\n"
         "print(sorted(name for name in sys.modules if name == 'duckdb' or name.startswith('duckdb.')))\n"

@@ -48,7 +48,6 @@ def _start_early() -> None:
     """What can run while the runtime imports: the database open and the sandbox probe."""
     from openvaala_lsp import paths
     from openvaala_lsp.storage import early
-    from openvaala_lsp.tools import sandbox
 
     database = paths.database_path()
     try:
@@ -56,11 +55,13 @@ def _start_early() -> None:
     except OSError:
         return  # start_runtime reports it
     early.start(str(database), _open_database)
+    from openvaala_lsp.tools import sandbox  # after: its imports (attrs) need not hold up the open
+
     sandbox.probe_soon()
 
 
 def _open_database(path: str) -> object:
-    from openvaala_lsp.storage.duckdb_store import connect_file  # DuckDB's import, in this thread
+    from openvaala_lsp.storage.opening import connect_file  # imports DuckDB's engine, in this thread
 
     return connect_file(path)
 

@@ -42,7 +42,8 @@ from openvaala_lsp.runtime.live import Live
 from openvaala_lsp.runtime.model_clients import ModelClients
 from openvaala_lsp.runtime.session import SessionRunner
 from openvaala_lsp.runtime.tasks import Tasks
-from openvaala_lsp.storage.interfaces import InvalidCursor, Storage
+from openvaala_lsp.storage.errors import InvalidCursor
+from openvaala_lsp.storage.interfaces import Storage
 from openvaala_lsp.storage.split import SplitStorage
 
 T = TypeVar("T")

@@ -60,7 +60,7 @@ from openvaala_lsp.storage.errors import (
     StorageLockedError,
 )
 from openvaala_lsp.storage.interfaces import ExportOutcome, ExportRequest, SqlResult
-from openvaala_lsp.storage.migrations import migrate
+from openvaala_lsp.storage.opening import connect_file
 from openvaala_lsp.storage.sql import QueryJob, stop
 from openvaala_lsp.storage.writer import Append, BatchWriter, Delete, Op, Put, Run, Update
 
@@ -68,38 +68,12 @@ __all__ = ["DuckDBStorage", "InvalidCursor", "StorageClosedError", "StorageError
 
 T = TypeVar("T")
 
-CONFIG: dict[str, Any] = {
-    "memory_limit": "128MB",
-    "threads": 1,
-    "async_threads": 0,
-    "autoinstall_known_extensions": False,
-    "autoload_known_extensions": False,
-    # the runtime never reads or writes other files through DuckDB; off, user SQL cannot either (sql.py)
-    "enable_external_access": False,
-}
 QUERY_THREADS = 2  # a quick query need not wait behind a slow one
 EXPORTED_IDS_PER_WRITE = 2000  # a few ms of appending each: a turn's writes go in between
 
 # Files this process has open: DuckDB would hand a second open of the same file the same database
 # instance, and two writers assigning ordinals for one file would repeat them.
 _open_paths: set[str] = set()
-
-
-def connect_file(path: str) -> tuple[duckdb.DuckDBPyConnection, duckdb.DuckDBPyConnection, duckdb.DuckDBPyConnection]:
-    try:
-        con = duckdb.connect(path, config=CONFIG)
-    except duckdb.IOException as exc:
-        if "lock" not in str(exc).lower():
-            raise
-        raise StorageLockedError.from_message(path, str(exc)) from None
-    try:
-        con.execute("SET GLOBAL TimeZone = 'UTC'")  # views and casts of TIMESTAMPTZ work in UTC
-        migrate(con, path)
-        # both cursors are made here: creating one from another thread would overlap calls on `con`
-        return con, con.cursor(), con.cursor()
-    except BaseException:
-        con.close()
-        raise
 
 
 class DuckDBStorage:

@@ -16,7 +16,7 @@ _lock = threading.Lock()
 
 
 def start(path: str, opener: Callable[[str], Any]) -> None:
-    """Begins `opener(path)` (`duckdb_store.connect_file`, imported by it) in the background."""
+    """Begins `opener(path)` (`opening.connect_file`, imported by it) in the background."""
     future: concurrent.futures.Future[Any] = concurrent.futures.Future()
 
     def work() -> None:

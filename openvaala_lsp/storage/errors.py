@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import re
 
-from openvaala_lsp.storage.interfaces import InvalidCursor
-
 __all__ = [
     "InvalidCursor",
     "QueryCancelled",
@@ -14,6 +12,10 @@ __all__ = [
     "StorageError",
     "StorageLockedError",
 ]
+
+
+class InvalidCursor(ValueError):
+    """A cursor that this storage did not produce (its message says what is wrong)."""
 
 
 class StorageError(Exception):

@@ -19,7 +19,7 @@ has the same number, removes both first. No item payloads are exported (no promp
 output); error messages are scrubbed of anything shaped like a key, and `redact` drops them (with any
 text a provider quoted).
 
-The database runs without external access (`duckdb_store.CONFIG`), so the files are written by an
+The database runs without external access (`opening.CONFIG`), so the files are written by an
 in-memory DuckDB of their own, reading the snapshot's rows over the Arrow C stream interface.
 """
 

@@ -62,10 +62,6 @@ class ExportOutcome:
     exported: list[tuple[Any, ...]]  # and the `exported_rows` of the turns and compactions written
 
 
-class InvalidCursor(ValueError):
-    """A cursor that this storage did not produce (its message says what is wrong)."""
-
-
 class RecordStorage(Protocol):
     async def create_conversation(self, conversation: Conversation, session: Session) -> None:
         """Durable. Creates the conversation with its main session."""

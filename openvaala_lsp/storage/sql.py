@@ -8,7 +8,7 @@ Three guards, each of which alone stops a write (measured with DuckDB 2.0.1):
 2. The statement runs in `BEGIN TRANSACTION READ ONLY`, which DuckDB enforces and which is rolled
    back: INSERT, nextval(), a DELETE inside a WITH (it parses as SELECT) and EXPLAIN ANALYZE DELETE
    all fail with "transaction is launched in read-only mode".
-3. The database runs with `enable_external_access = false` (`duckdb_store.CONFIG`, `READ_ONLY_CONFIG`):
+3. The database runs with `enable_external_access = false` (`opening.CONFIG`, `READ_ONLY_CONFIG`):
    file readers (read_csv, read_parquet, read_text, ...), COPY, ATTACH, INSTALL/LOAD and Python
    replacement scans fail with a permission error. DuckDB has this setting per database, not per
    connection, and refuses to turn it back on while the database runs. It still lets a reader see
