@@ -143,6 +143,8 @@ async def compact(owner: Any, active: Any, trigger: CompactionTrigger) -> Outcom
         record.tokens_before = before_tokens
         record.tokens_after = context.estimate_request(instructions, tools, [*history, item])
         await active.items.append(item)
+        # before the state goes back to running: the sessionUpdated that says so carries the new size
+        owner.usage.rebase(record.tokens_after, await owner.history(), window)
     except asyncio.CancelledError:
         raise
     except Exception as exc:
@@ -152,7 +154,6 @@ async def compact(owner: Any, active: Any, trigger: CompactionTrigger) -> Outcom
         return Outcome(False, error)
     finally:
         owner.set_state(SessionState.RUNNING)
-    owner.usage.rebase(record.tokens_after, await owner.history(), window)
     owner.publish(events.ContextUsageUpdated(context=owner.usage.context))
     after = ContextUsage(source=ContextUsageSource.ESTIMATED, tokens=record.tokens_after, window=window)
     owner.publish(events.CompactionCompleted(turn_id=turn.id, before=before, after=after))

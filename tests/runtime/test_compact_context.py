@@ -67,6 +67,7 @@ async def test_compact_context_writes_a_hand_off_the_next_request_starts_from(
         await turn(session, provider, f"question {n}", answer, count=n)
     before = await agent.call("getSessionContextUsage", {"conversationId": session.id, "sessionId": session.session_id})
 
+    watched = await agent.call("subscribeConversation", {"conversationId": session.id})
     provider.enqueue("openai-chat", ChatStream().text(HANDOFF).finish(usage=usage(3000, 50)).response())
     started = await agent.call("compactContext", {"conversationId": session.id})
     compaction_turn = await session.turn_completed(4)
@@ -81,6 +82,16 @@ async def test_compact_context_writes_a_hand_off_the_next_request_starts_from(
     # before: what the last call reported (nothing was added since); after: an estimate of what is left
     assert done["before"] == {"source": "actual", "tokens": 3010, "window": 100_000}
     assert done["after"]["source"] == "estimated" and done["after"]["tokens"] < 3010
+    # an editor's other subscription hears the same size: every sessionUpdated from the end of the
+    # compaction on (running again, then idle) carries the size after it, whichever arrives first
+    infos = [
+        n["event"]["info"]
+        for n in agent.of("openvaala/conversationEvent", watched["subscriptionId"])
+        if n["event"]["type"] == "sessionUpdated"
+    ]
+    states = [info["state"] for info in infos]
+    assert "compacting" in states
+    assert all(info["context"] == done["after"] for info in infos[states.index("compacting") + 1 :]), infos
 
     # the log keeps everything, and the compaction item says what it did
     items = await session.items()
