@@ -54,13 +54,37 @@ def _start_early() -> None:
         database.parent.mkdir(parents=True, exist_ok=True)
     except OSError:
         return  # start_runtime reports it
-    early.start(str(database), _open_database)
+    creator = None if database.exists() else _create_database(str(database))
+    early.start(str(database), lambda path: _open_database(path, creator))
     from openvaala_lsp.tools import sandbox  # after: its imports (attrs) need not hold up the open
 
     sandbox.probe_soon()
 
 
-def _open_database(path: str) -> object:
+def _create_database(path: str) -> int | None:
+    """A first start creates the database file in a child process, on the other core, while this one
+    imports the runtime: creating the schema is ~60 ms of work under the GIL the imports need, and
+    opening the finished file ~15. The child's pid, None if it could not fork (the open creates it)."""
+    try:
+        child = os.fork()  # no thread runs yet: forking is safe here
+    except OSError:
+        return None
+    if child == 0:
+        code = 1
+        try:
+            from openvaala_lsp.storage.opening import connect_file
+
+            for connection in connect_file(path):
+                connection.close()
+            code = 0
+        finally:
+            os._exit(code)  # whatever failed, the parent's own open reports it
+    return child
+
+
+def _open_database(path: str, creator: int | None) -> object:
+    if creator is not None:
+        os.waitpid(creator, 0)
     from openvaala_lsp.storage.opening import connect_file  # imports DuckDB's engine, in this thread
 
     return connect_file(path)
