@@ -25,14 +25,20 @@ CONFIG: dict[str, Any] = {
 }
 
 
-def connect_file(path: str) -> Connections:
-    """The connection and the writer's and reader's cursors of the file at `path`, migrated."""
+def connect(path: str, config: dict[str, Any], *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """DuckDB's connection to the file; its refusal of a file another process holds is a
+    StorageLockedError naming the holder."""
     try:
-        con = duckdb.connect(path, config=CONFIG)
+        return duckdb.connect(path, read_only=read_only, config=config)
     except duckdb.IOException as exc:
         if "lock" not in str(exc).lower():
             raise
         raise StorageLockedError.from_message(path, str(exc)) from None
+
+
+def connect_file(path: str) -> Connections:
+    """The connection and the writer's and reader's cursors of the file at `path`, migrated."""
+    con = connect(path, CONFIG)
     try:
         con.execute("SET GLOBAL TimeZone = 'UTC'")  # views and casts of TIMESTAMPTZ work in UTC
         migrate(con, path)

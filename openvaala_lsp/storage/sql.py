@@ -30,9 +30,10 @@ from concurrent.futures import Future
 from typing import Any
 
 from openvaala_lsp.storage.engine import duckdb
-from openvaala_lsp.storage.errors import QueryCancelled, QueryError, StorageLockedError
+from openvaala_lsp.storage.errors import QueryCancelled, QueryError
 from openvaala_lsp.storage.interfaces import SqlColumn, SqlResult
 from openvaala_lsp.storage.migrations import LATEST_VERSION, current_version, migrate
+from openvaala_lsp.storage.opening import connect
 from openvaala_lsp.storage.sql_values import Convert, converter, type_name
 
 log = logging.getLogger(__name__)
@@ -204,14 +205,9 @@ def query_file(path: str, sql: str, parameters: list[Any], limit: int) -> QueryJ
 
 
 def _open(path: str, *, read_only: bool) -> duckdb.DuckDBPyConnection:
-    try:
-        if read_only:
-            return duckdb.connect(path, read_only=True, config=READ_ONLY_CONFIG)
-        con = duckdb.connect(path, config=READ_ONLY_CONFIG)
-    except duckdb.IOException as exc:
-        if "lock" not in str(exc).lower():
-            raise
-        raise StorageLockedError.from_message(path, str(exc)) from None
+    if read_only:
+        return connect(path, READ_ONLY_CONFIG, read_only=True)
+    con = connect(path, READ_ONLY_CONFIG)
     try:
         migrate(con, path)
     except BaseException:
