@@ -39,7 +39,11 @@ class InputQueue:
         """Queued, and its row with the storage's next commit, which the caller awaits (a turn that
         takes the input at once commits it with its own start)."""
         self.pending.append(pending)
-        await self._storage.save_pending_input(pending, new=True, durable=False)
+        try:
+            await self._storage.save_pending_input(pending, new=True, durable=False)
+        except BaseException:  # the storage is closed
+            self.unsaved(pending)
+            raise
 
     def unsaved(self, pending: PendingInput) -> None:
         """The input's commit failed: it leaves the queue, unless a turn has taken it."""
