@@ -6,10 +6,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gzip
+import ssl
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import httpx
 import pytest
+import trustme
 
 from openvaala_lsp.providers import transport
 from openvaala_lsp.providers.transport import StreamTransport, _Chunked
@@ -54,9 +57,9 @@ class ScriptedServer:
 
 
 @contextlib.asynccontextmanager
-async def scripted(script: Script) -> AsyncIterator[ScriptedServer]:
+async def scripted(script: Script, tls: ssl.SSLContext | None = None) -> AsyncIterator[ScriptedServer]:
     server = ScriptedServer(script)
-    server.server = await asyncio.start_server(server.handle, "127.0.0.1", 0)
+    server.server = await asyncio.start_server(server.handle, "127.0.0.1", 0, ssl=tls)
     try:
         yield server
     finally:
@@ -67,7 +70,7 @@ def client(url: str, **timeouts: float) -> httpx.AsyncClient:
     return httpx.AsyncClient(
         base_url=url,
         transport=StreamTransport(),
-        timeout=httpx.Timeout(5.0, **timeouts),  # type: ignore[arg-type]
+        timeout=httpx.Timeout(5.0, **timeouts),
     )
 
 
@@ -196,7 +199,7 @@ async def test_no_answer_within_the_read_timeout() -> None:
 
 
 async def test_a_silent_stream_hits_the_read_timeout() -> None:
-    silent = [HEAD_CHUNKED + b"5\r\nfirst\r\n", 5.0]
+    silent: list[bytes | float | None] = [HEAD_CHUNKED + b"5\r\nfirst\r\n", 5.0]
     async with scripted(lambda n: silent) as server, client(server.url, read=0.1) as http:
         async with http.stream("POST", "/v1/chat", content=b"1") as response:
             with pytest.raises(httpx.ReadTimeout):
@@ -216,6 +219,27 @@ async def test_content_encoding_is_decoded_by_httpx_above_the_transport() -> Non
     head = b"HTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\ncontent-length: %d\r\n\r\n" % len(packed)
     async with scripted(lambda n: [head + packed]) as server, client(server.url) as http:
         assert (await http.post("/v1/chat", content=b"1")).text == "compressed answer"
+
+
+async def test_tls_verified_against_the_certificates_httpx_would_trust(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    authority = trustme.CA()
+    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    authority.issue_cert("127.0.0.1").configure_cert(server_tls)
+    async with scripted(lambda n: [HEAD_CHUNKED + chunked(*EVENTS)], tls=server_tls) as server:
+        url = server.url.replace("http://", "https://")
+        async with client(url) as http:  # the certificate is signed by nobody this machine trusts
+            with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+                await http.post("/v1/chat", content=b"1")
+        authority.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+        monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "ca.pem"))  # as httpx's own transport reads it
+        async with client(url) as http:
+            async with http.stream("POST", "/v1/chat", content=b"2") as response:
+                got = await pieces(response)
+            assert b"".join(got) == b"".join(EVENTS)
+            assert (await http.post("/v1/chat", content=b"3")).status_code == 200
+    assert server.connections == 1  # one connection kept alive for both (the refused one never got past TLS)
 
 
 def test_a_proxied_origin_keeps_httpx_transport(monkeypatch: pytest.MonkeyPatch) -> None:
