@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import json
 import logging
 import os
 import signal
+import time
 from pathlib import Path
 
 from openvaala_lsp import paths
@@ -35,6 +37,7 @@ DRAIN_SECONDS_ENV = "OPENVAALA_HOST_DRAIN_SECONDS"
 DEFAULT_IDLE_SECONDS = 30.0
 DEFAULT_DRAIN_SECONDS = 30.0  # longest wait for running turns before a draining host stops anyway
 HELLO_TIMEOUT = 10.0
+WORK_BEFORE_TRIM = 0.01  # CPU seconds spent since the last return of free memory that warrant another
 
 
 def serve(run: RunDir, ready_fd: int | None) -> int:
@@ -58,6 +61,17 @@ def _seconds(variable: str, default: float) -> float:
         logger.warning("ignoring %s=%r: not a number of seconds", variable, os.environ[variable])
         return default
     return max(value, 0.0)
+
+
+def return_free_memory() -> None:
+    """Gives the pages the C allocator keeps free after a burst of work (the start, a turn) back to the
+    system: glibc holds on to them, ~2 MiB of an idle host's 82 MiB after its start (measured). A C
+    library without `malloc_trim` (musl) has nothing to give back."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim(0)
 
 
 async def _no_folders() -> list[WorkspaceFolder]:
@@ -211,6 +225,7 @@ class Host:
 
     async def _watch(self) -> None:
         tick = min(0.5, max(0.05, self.idle_seconds / 4))
+        trimmed_at = -1.0  # the process's CPU time at the last return of free memory
         while True:
             await asyncio.sleep(tick)
             if self.draining_until is not None:
@@ -218,6 +233,14 @@ class Host:
                     self._stop("a newer front arrived")
                 continue
             await self._check_socket()
+            # once quiet after work (a start, requests, a turn): what it freed goes back to the system
+            if (
+                time.process_time() - trimmed_at > WORK_BEFORE_TRIM
+                and self.runtime.done()
+                and await self._runtime_idle()
+            ):
+                return_free_memory()
+                trimmed_at = time.process_time()
             quiet = self.clients == 0 and self.loop.time() - self.quiet_since >= self.idle_seconds
             if quiet and await self._runtime_idle() and self.clients == 0:
                 # the next editor starts from the configuration files, as after any clean start
