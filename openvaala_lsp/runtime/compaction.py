@@ -17,9 +17,7 @@ empty, the turn is interrupted) writes nothing: the history is untouched.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -35,16 +33,14 @@ from openvaala_lsp.model import (
     Item,
     ItemStatus,
     ItemType,
-    ModelCall,
     ModelCallPurpose,
     SessionState,
     new_id,
     utcnow,
 )
 from openvaala_lsp.protocol import events
-from openvaala_lsp.providers import base as provider_events
 from openvaala_lsp.providers.base import Message, ModelRequest, ProviderError, ToolSpec
-from openvaala_lsp.runtime import context
+from openvaala_lsp.runtime import context, model_calls
 from openvaala_lsp.runtime.skills import SKILL_TOOL
 
 COMPACTION_FAILED = "compactionFailed"
@@ -208,48 +204,20 @@ async def _handoff(owner: Any, active: Any, view: Sequence[Item], prunable: Sequ
         reasoning_effort=None,
     )
     provider = await owner.host.provider(model)
-    record = ModelCall(
-        id=new_id("call"),
-        conversation_id=active.turn.conversation_id,
-        session_id=active.turn.session_id,
-        turn_id=active.turn.id,
-        provider=model.ref.provider,
-        model=model.ref.name,
-        started_at=utcnow(),
-        workspace=owner.host.workspace_root(),
-        purpose=ModelCallPurpose.COMPACTION,
-        price=model.price,
-    )
-    started = time.monotonic()
-    parts: list[str] = []
-    completed: provider_events.Completed | None = None
+    record = model_calls.new_record(active.turn, model, owner.host.workspace_root(), ModelCallPurpose.COMPACTION)
+    call = model_calls.TextCall(record)
     try:
-        async with contextlib.aclosing(provider.stream(request)) as stream:
-            completed = await _collect(stream, parts)
-    except BaseException as exc:
-        record.error = "interrupted" if isinstance(exc, asyncio.CancelledError) else f"{type(exc).__name__}: {exc}"
-        raise
+        await call.run(provider, request)
     finally:
-        record.latency_ms = int((time.monotonic() - started) * 1000)
-        produced = [attrs.evolve(view[-1], content=[Content(type="text", text="".join(parts))])] if view else []
-        owner.usage.record(record, completed.usage if completed else None, items, produced, 0, in_context=False)
+        produced = [attrs.evolve(view[-1], content=[Content(type="text", text=call.text)])] if view else []
+        owner.usage.record(record, call.usage, items, produced, 0, in_context=False)
         await owner.host.storage.append_model_call(record)
         active.turn.usage = active.turn.usage + record.usage
         owner.publish(events.UsageUpdated(usage=owner.usage.usage))
-    handoff = "".join(parts).strip()
+    handoff = call.text.strip()
     if not handoff:
         raise ValueError("the model wrote an empty hand-off")
     return handoff
-
-
-async def _collect(stream: AsyncIterator[Any], parts: list[str]) -> provider_events.Completed | None:
-    completed = None
-    async for event in stream:
-        if isinstance(event, provider_events.TextDelta):
-            parts.append(event.text)
-        elif isinstance(event, provider_events.Completed):
-            completed = event
-    return completed
 
 
 def _estimate(items: Sequence[Item]) -> int:

@@ -6,27 +6,22 @@ overwritten: the title is written only while the conversation still has none."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import re
-import time
 
 from openvaala_lsp.definitions import ModelDefinition
 from openvaala_lsp.model import (
     Content,
     ConversationId,
-    ModelCall,
     ModelCallPurpose,
     TokenUsage,
     Turn,
     TurnStatus,
-    new_id,
     utcnow,
 )
 from openvaala_lsp.protocol import events
-from openvaala_lsp.providers import base as provider_events
 from openvaala_lsp.providers.base import Message, ModelRequest
-from openvaala_lsp.runtime import catalog, context
+from openvaala_lsp.runtime import catalog, context, model_calls
 from openvaala_lsp.runtime.conversation import OpenConversation
 from openvaala_lsp.runtime.model_clients import resolve_model
 from openvaala_lsp.runtime.session import SessionRunner
@@ -104,43 +99,22 @@ class Titles:
             max_output_tokens=TITLE_TOKENS,
             reasoning_effort=None,
         )
-        record = ModelCall(
-            id=new_id("call"),
-            conversation_id=opened.id,
-            session_id=runner.session.id,
-            turn_id=turn.id,
-            provider=model.ref.provider,
-            model=model.ref.name,
-            started_at=utcnow(),
-            workspace=opened.workspace_root(),
-            purpose=ModelCallPurpose.TITLE,
-            price=model.price,
-        )
+        record = model_calls.new_record(turn, model, opened.workspace_root(), ModelCallPurpose.TITLE)
         provider = await opened.provider(model)
-        started = time.monotonic()
-        parts: list[str] = []
-        reported = None
+        call = model_calls.TextCall(record)
         try:
-            async with contextlib.aclosing(provider.stream(request)) as stream:  # type: ignore[type-var]
-                async for event in stream:
-                    if isinstance(event, provider_events.TextDelta):
-                        parts.append(event.text)
-                    elif isinstance(event, provider_events.Completed):
-                        reported = event.usage
-        except BaseException as exc:
-            record.error = "interrupted" if isinstance(exc, asyncio.CancelledError) else f"{type(exc).__name__}: {exc}"
-            raise
+            await call.run(provider, request)
         finally:
-            record.latency_ms = int((time.monotonic() - started) * 1000)
+            reported = call.usage
             if reported is None:  # what was sent and what came back, estimated
                 sent = context.estimate_text(TITLE_INSTRUCTIONS + excerpt)
-                got = context.estimate_text("".join(parts))
+                got = context.estimate_text(call.text)
                 reported = TokenUsage(input_tokens=sent, output_tokens=got, total_tokens=sent + got)
                 record.usage_estimated = True
             runner.usage.record(record, reported, [], [], 0, in_context=False)
             await opened.storage.append_model_call(record)
             runner.publish(events.UsageUpdated(usage=runner.usage.usage))
-        return clean("".join(parts))
+        return clean(call.text)
 
 
 def clean(text: str) -> str:

@@ -28,6 +28,7 @@ from openvaala_lsp.model import (
     ItemStatus,
     ItemType,
     ModelCall,
+    ModelCallPurpose,
     PendingInput,
     Session,
     SessionState,
@@ -43,7 +44,7 @@ from openvaala_lsp.protocol.errors import NoModelConfigured
 from openvaala_lsp.providers import base as provider_events
 from openvaala_lsp.providers.base import Provider, ProviderError, ToolSpec
 from openvaala_lsp.providers.errors import CONTEXT_LENGTH_EXCEEDED
-from openvaala_lsp.runtime import catalog, compaction, context
+from openvaala_lsp.runtime import catalog, compaction, context, model_calls
 from openvaala_lsp.runtime.accounting import SessionUsage
 from openvaala_lsp.runtime.approvals import Approvals
 from openvaala_lsp.runtime.hosts import SessionHost
@@ -328,16 +329,11 @@ async def _call_model(owner: TurnOwner, active: ActiveTurn, stream: AsyncIterato
     """Streams one model response into items and saves them, but for the tool calls it made: their
     itemIndexes are returned, still streaming."""
     turn, model, items = active.turn, active.model, active.items
-    record = ModelCall(
-        id=new_id("call"),
-        conversation_id=turn.conversation_id,
-        session_id=turn.session_id,
-        turn_id=turn.id,
-        provider=model.ref.provider,
-        model=model.ref.name,
-        started_at=utcnow(),
-        workspace=owner.host.workspace_root(),
-        price=model.price,
+    record = model_calls.new_record(
+        turn,
+        model,
+        owner.host.workspace_root(),
+        ModelCallPurpose.TURN,
         context_window=model.context_window,
         context_tokens=active.request_tokens,
     )
@@ -395,7 +391,7 @@ async def _call_model(owner: TurnOwner, active: ActiveTurn, stream: AsyncIterato
                 await asyncio.sleep(0)
                 yielded = loop.time()
     except BaseException as exc:
-        record.error = "interrupted" if isinstance(exc, asyncio.CancelledError) else f"{type(exc).__name__}: {exc}"
+        record.error = model_calls.failure(exc)
         record.latency_ms = int((time.monotonic() - started) * 1000)
         await _account(owner, active, record, completed.usage if completed is not None else None)
         await owner.host.storage.append_model_call(record)
