@@ -21,7 +21,6 @@ import attrs
 from openvaala_lsp.definitions import Definitions
 from openvaala_lsp.model import (
     ContextUsage,
-    ErrorInfo,
     Item,
     ItemStatus,
     ModelCall,
@@ -272,9 +271,7 @@ class SessionRunner:
         except asyncio.CancelledError:
             turn.status = TurnStatus.INTERRUPTED
         except Exception as exc:
-            logger.exception("turn %s could not start", turn.id)
-            turn.status = TurnStatus.FAILED
-            turn.error = ErrorInfo(kind="internal", message=f"{type(exc).__name__}: {exc}")
+            turns.fail_internally(turn, exc, "turn %s could not start")
         else:
             await work(self, active, inputs)
         await self._finish(active)

@@ -150,6 +150,14 @@ def _unwatched_future() -> asyncio.Future[None]:
     return future
 
 
+def fail_internally(turn: Turn, exc: Exception, log_message: str) -> None:
+    """An unexpected exception (a bug, a broken store) ends the turn `failed`, with its traceback
+    in the log."""
+    logger.exception(log_message, turn.id)
+    turn.status = TurnStatus.FAILED
+    turn.error = ErrorInfo(kind="internal", message=f"{type(exc).__name__}: {exc}")
+
+
 async def execute(owner: TurnOwner, active: ActiveTurn, inputs: list[PendingInput]) -> None:
     """Runs the turn to its end, leaving its outcome in `active.turn` (status, error); never raises
     but for the runtime itself going away."""
@@ -184,9 +192,7 @@ async def execute(owner: TurnOwner, active: ActiveTurn, inputs: list[PendingInpu
         turn.status = TurnStatus.FAILED
         turn.error = ErrorInfo(kind=exc.kind, message=exc.message)
     except Exception as exc:
-        logger.exception("turn %s failed", turn.id)
-        turn.status = TurnStatus.FAILED
-        turn.error = ErrorInfo(kind="internal", message=f"{type(exc).__name__}: {exc}")
+        fail_internally(turn, exc, "turn %s failed")
 
 
 async def record_inputs(
@@ -320,9 +326,7 @@ async def compaction_turn(owner: TurnOwner, active: ActiveTurn, inputs: list[Pen
     except asyncio.CancelledError:
         turn.status = TurnStatus.INTERRUPTED
     except Exception as exc:
-        logger.exception("compaction turn %s failed", turn.id)
-        turn.status = TurnStatus.FAILED
-        turn.error = ErrorInfo(kind="internal", message=f"{type(exc).__name__}: {exc}")
+        fail_internally(turn, exc, "compaction turn %s failed")
 
 
 async def _call_model(owner: TurnOwner, active: ActiveTurn, stream: AsyncIterator[Any]) -> list[int]:
