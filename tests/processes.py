@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import sys
+from pathlib import Path
 
 
 def alive(pid: int) -> bool:
@@ -28,3 +31,20 @@ def running_with(marker: str) -> list[int]:
             except OSError:
                 continue
     return found
+
+
+async def openvaala(home: Path, *args: str, wait: float) -> tuple[int, str, str]:
+    """`openvaala ARGS` with its own OPENVAALA_HOME (a host it starts stops a second after its last
+    editor): exit code, stdout, stderr."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "openvaala_lsp.user_cli",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "OPENVAALA_HOME": str(home), "OPENVAALA_HOST_IDLE_SECONDS": "1"},
+    )
+    out, err = await asyncio.wait_for(process.communicate(), wait)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()

@@ -3,16 +3,15 @@ asked the demo's question, whose answer must be an answer: not the prompt echoed
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import os
 import re
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from lsp_client import LspClient
+from processes import openvaala
 
 from openvaala_lsp.definitions import embedded_model
 from openvaala_lsp.protocol.converter import unstructure
@@ -98,20 +97,7 @@ async def test_streamed_turn_with_the_embedded_model(home: Path, workspace: Path
 
 
 async def test_the_demo_prints_token_usage_with_the_runtime_host_up(home: Path, workspace: Path) -> None:
-    demo = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "openvaala_lsp.user_cli",
-        "demo",
-        "--directory",
-        str(workspace),
-        "Say hello.",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "OPENVAALA_HOME": str(home), "OPENVAALA_HOST_IDLE_SECONDS": "1"},
-    )
-    out, err = await asyncio.wait_for(demo.communicate(), 180)
-    assert demo.returncode == 0, err.decode()
-    text = out.decode()
+    code, text, err = await openvaala(home, "demo", "--directory", str(workspace), "Say hello.", wait=180)
+    assert code == 0, err
     assert "turn completed:" in text and "token usage by model and day (openvaala sql):" in text
     assert "│ local    │ gemma3-270m │      1 │" in text  # the usage table, read while the editor was open

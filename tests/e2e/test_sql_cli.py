@@ -12,6 +12,7 @@ from pathlib import Path
 
 import duckdb
 from lsp_client import LspClient
+from processes import openvaala
 
 from openvaala_lsp.front.connect import HostsHeldOff, reach_or_hold
 from openvaala_lsp.front.rundir import ensure_private, run_dir
@@ -24,19 +25,7 @@ WAIT = 20.0
 
 
 async def openvaala_sql(home: Path, *args: str) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "openvaala_lsp.user_cli",
-        "sql",
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "OPENVAALA_HOME": str(home), "OPENVAALA_HOST_IDLE_SECONDS": "1"},
-    )
-    out, err = await asyncio.wait_for(process.communicate(), WAIT)
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
+    return await openvaala(home, "sql", *args, wait=WAIT)
 
 
 async def history_with(home: Path, title: str) -> None:

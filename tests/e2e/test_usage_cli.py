@@ -10,15 +10,14 @@ import importlib.util
 import io
 import itertools
 import json
-import os
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import duckdb
 from fake_provider import ChatStream, FakeProviderServer
+from processes import openvaala
 from turn_helpers import Session, start, text_of
 
 WAIT = 60.0
@@ -30,19 +29,8 @@ usage_data = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(usage_data)
 
 
-async def openvaala(home: Path, *args: str) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "openvaala_lsp.user_cli",
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "OPENVAALA_HOME": str(home), "OPENVAALA_HOST_IDLE_SECONDS": "1"},
-    )
-    out, err = await asyncio.wait_for(process.communicate(), WAIT)
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
+async def openvaala_cli(home: Path, *args: str) -> tuple[int, str, str]:
+    return await openvaala(home, *args, wait=WAIT)
 
 
 REFUSED = {
@@ -57,7 +45,7 @@ REFUSED = {
 
 async def test_reports_sql_formats_and_exports_on_the_file(home: Path, tmp_path: Path) -> None:
     usage_data.generate(str(home / "openvaala.duckdb"), 20_000)
-    code, out, err = await openvaala(home, "usage", "model", "--format", "json")
+    code, out, err = await openvaala_cli(home, "usage", "model", "--format", "json")
     assert (code, err) == (0, "")
     models = {row["model"]: row for row in json.loads(out)}
     with duckdb.connect(str(home / "openvaala.duckdb"), read_only=True) as con:
@@ -65,37 +53,39 @@ async def test_reports_sql_formats_and_exports_on_the_file(home: Path, tmp_path:
     assert {model: row["total_tokens"] for model, row in models.items()} == expected
     assert models["gemma3-270m"]["cost"] is None and models["gpt-5"]["currency"] == "USD"
 
-    code, out, err = await openvaala(home, "usage", "--since", "2025-01-10", "--until", "2025-01-11")
+    code, out, err = await openvaala_cli(home, "usage", "--since", "2025-01-10", "--until", "2025-01-11")
     assert code == 0 and "usage per UTC day, since 2025-01-10, before 2025-01-12" in out
     lines = out.splitlines()
     assert [line.split()[0] for line in lines[3:5]] == ["2025-01-10", "2025-01-11"] and lines[-3].startswith("total")
     assert "█" in lines[3] and "calls have no price" in out
-    code, out, err = await openvaala(home, "usage", "conversation", "--limit", "3", "--format", "csv", "--bar", "cost")
+    code, out, err = await openvaala_cli(
+        home, "usage", "conversation", "--limit", "3", "--format", "csv", "--bar", "cost"
+    )
     rows = list(csv.DictReader(io.StringIO(out)))
     assert code == 0 and len(rows) == 3 and rows[0]["title"].startswith("Conversation ")
-    code, _, err = await openvaala(home, "usage", "--plot", str(tmp_path / "chart.png"), "--until", "2025-01-05")
+    code, _, err = await openvaala_cli(home, "usage", "--plot", str(tmp_path / "chart.png"), "--until", "2025-01-05")
     assert code == 0 and f"plot: {tmp_path / 'chart.png'}" in err
     assert (tmp_path / "chart.png").read_bytes().startswith(b"\x89PNG")
-    code, out, err = await openvaala(home, "usage", "agent", "--plot", str(tmp_path / "agents.svg"))
+    code, out, err = await openvaala_cli(home, "usage", "agent", "--plot", str(tmp_path / "agents.svg"))
     assert code == 0 and (tmp_path / "agents.svg").read_text().startswith("<?xml")
-    code, _, err = await openvaala(home, "usage", "--plot", str(tmp_path / "chart.gif"))
+    code, _, err = await openvaala_cli(home, "usage", "--plot", str(tmp_path / "chart.gif"))
     assert code == 1 and "--plot makes a .png or an .svg file" in err
 
-    code, out, err = await openvaala(
+    code, out, err = await openvaala_cli(
         home, "sql", "SELECT day, calls FROM usage_daily ORDER BY ALL LIMIT 2", "--format", "csv"
     )
     assert code == 0 and out.splitlines()[0] == "day,calls"
-    code, out, err = await openvaala(home, "sql", "--schema")
+    code, out, err = await openvaala_cli(home, "sql", "--schema")
     assert code == 0 and "model_calls_v (view): One row per model provider call" in out
     assert "  cost " in out and "  exports " not in out and "exports (table)" in out
     for sql, refusal in REFUSED.items():
-        code, out, err = await openvaala(home, "sql", sql)
+        code, out, err = await openvaala_cli(home, "sql", sql)
         assert code == 1 and refusal in err, sql
 
     pool = tmp_path / "pool"
-    code, out, err = await openvaala(home, "export", "--parquet", str(pool), "--user", "alice", "--machine", "m1")
+    code, out, err = await openvaala_cli(home, "export", "--parquet", str(pool), "--user", "alice", "--machine", "m1")
     assert (code, err) == (0, "") and out.startswith(f"export 1 to {pool} as alice@m1: 20,000 model_calls")
-    code, out, err = await openvaala(home, "export", "--parquet", str(pool), "--user", "alice", "--machine", "m1")
+    code, out, err = await openvaala_cli(home, "export", "--parquet", str(pool), "--user", "alice", "--machine", "m1")
     assert code == 0 and "export 2" in out and ": 0 model_calls (0 files), 0 turns" in out
     assert not (home / "run" / "host.pid").exists()  # neither reports nor exports start a host
 
@@ -107,7 +97,7 @@ async def test_two_users_exports_pool_in_one_folder(tmp_path: Path) -> None:
         home = tmp_path / user
         home.mkdir()
         usage_data.generate(str(home / "openvaala.duckdb"), calls)
-        code, _, err = await openvaala(home, "export", "--parquet", str(pool), "--user", user, "--redact")
+        code, _, err = await openvaala_cli(home, "export", "--parquet", str(pool), "--user", user, "--redact")
         assert code == 0, err
     with duckdb.connect() as con:
         per_user = con.sql(
@@ -159,12 +149,12 @@ async def test_reports_through_the_host_never_stall_a_streaming_turn(
             nonlocal reports
             names = ["day", "model", "project", "conversation", "agent"]
             while not stop.is_set():
-                code, _, err = await openvaala(home, "usage", names[reports % len(names)], "--format", "csv")
+                code, _, err = await openvaala_cli(home, "usage", names[reports % len(names)], "--format", "csv")
                 assert code == 0, err
                 reports += 1
 
         loops = [asyncio.create_task(report_loop()) for _ in range(2)]
-        export = asyncio.create_task(openvaala(home, "export", "--parquet", str(tmp_path / "pool")))
+        export = asyncio.create_task(openvaala_cli(home, "export", "--parquet", str(tmp_path / "pool")))
         try:
             with_reports = await stream_turn(2)
         finally:
