@@ -13,9 +13,7 @@ vim.cmd("Openvaala send first prompt")
 H.wait_text("the first turn", buf, H.contains("✓ turn completed"))
 model:enqueue({ { "text", "second answer" } })
 vim.cmd("Openvaala send second prompt")
-H.wait_text("the second turn", buf, function(t)
-  return H.count(t, "✓ turn completed") == 2
-end)
+H.wait_text("the second turn", buf, H.turns_completed(2))
 
 H.on_select(H.label("first prompt"))
 vim.cmd("Openvaala fork")

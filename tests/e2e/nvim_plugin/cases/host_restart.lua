@@ -9,15 +9,7 @@ require("openvaala").setup({ open = "current" })
 H.start_server()
 local guarded = { name = "guarded", permissions = { default = "ask" }, sandbox = { mode = "read-only", network = false } }
 local set = H.request("setDefinitions", {
-  models = {
-    {
-      ref = { provider = "fake", name = "fake-model" },
-      api = "openai-chat",
-      baseUrl = model.info.baseUrl,
-      apiKeyEnv = "FAKE_API_KEY",
-      contextWindow = 8000,
-    },
-  },
+  models = { H.model_definition(model) },
   agents = { { name = "default" }, guarded },
 })
 H.equal("the definitions were taken", set.busyConversationIds, {})
@@ -55,8 +47,6 @@ vim.cmd("close")
 
 model:enqueue({ { "text", "after the restart" } })
 vim.cmd("Openvaala send two")
-local text = H.wait_text("the second turn", buf, function(t)
-  return H.count(t, "✓ turn completed") == 2
-end, 30000)
+local text = H.wait_text("the second turn", buf, H.turns_completed(2), 30000)
 H.equal("each answer once", { H.count(text, "before the restart"), H.count(text, "after the restart") }, { 1, 1 })
 H.equal("the same server", #vim.lsp.get_clients({ name = "openvaala" }), 1)

@@ -18,9 +18,7 @@ H.equal("the statusline says disconnected", require("openvaala").statusline():ma
 
 model:enqueue({ { "text", "after the crash" } })
 vim.cmd("Openvaala send two")
-text = H.wait_text("the second turn", buf, function(t)
-  return H.count(t, "✓ turn completed") == 2
-end)
+text = H.wait_text("the second turn", buf, H.turns_completed(2))
 local clients = vim.lsp.get_clients({ name = "openvaala" })
 H.check("a new server runs", #clients == 1 and clients[1].id ~= first.id, vim.inspect(vim.tbl_map(function(c)
   return c.id
@@ -46,7 +44,5 @@ text = H.wait_text("the history", again, H.contains("after the crash"))
 H.equal("each answer once", { H.count(text, "before the crash"), H.count(text, "after the crash") }, { 1, 1 })
 model:enqueue({ { "text", "third time" } })
 vim.cmd("Openvaala send three")
-text = H.wait_text("the third turn", again, function(t)
-  return H.count(t, "✓ turn completed") == 3
-end)
+text = H.wait_text("the third turn", again, H.turns_completed(3))
 H.equal("the third answer once", H.count(text, "third time"), 1)

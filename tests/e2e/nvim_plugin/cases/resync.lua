@@ -45,15 +45,7 @@ H.wait_text("the second turn", buf, H.contains("slow"))
 local server = H.server()
 local done, result
 server:request("setDefinitions", {
-  models = {
-    {
-      ref = { provider = "fake", name = "fake-model" },
-      api = "openai-chat",
-      baseUrl = model.info.baseUrl,
-      apiKeyEnv = "FAKE_API_KEY",
-      contextWindow = 8000,
-    },
-  },
+  models = { H.model_definition(model) },
 }, function(err, r)
   done, result = true, r or err
 end)
@@ -65,16 +57,12 @@ H.wait("the resubscription", function()
   return conv.resyncs >= 2 and conv.status == "ready"
 end)
 H.check("the close was noticed", conv.last_resync:find("conversationReconfigured", 1, true), conv.last_resync)
-text = H.wait_text("the second turn's end", buf, function(t)
-  return H.count(t, "✓ turn completed") == 2
-end)
+text = H.wait_text("the second turn's end", buf, H.turns_completed(2))
 H.equal("the second answer once", H.count(text, "slow answer"), 1)
 
 -- the new subscriptions stream
 model:enqueue({ { "text", "third", " answer" } })
 vim.cmd("Openvaala send third")
-text = H.wait_text("the third turn", buf, function(t)
-  return H.count(t, "✓ turn completed") == 3
-end)
+text = H.wait_text("the third turn", buf, H.turns_completed(3))
 H.equal("the third answer once", H.count(text, "third answer"), 1)
 H.equal("every prompt once", { H.count(text, "## You\n"), H.count(text, "## Assistant\n") }, { 3, 4 })

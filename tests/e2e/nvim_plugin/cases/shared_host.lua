@@ -16,15 +16,7 @@ H.equal("both editors talk to the same openvaala", peer.initialized.capabilities
 
 -- the second editor sets the definitions of the runtime both share: the shell asks first
 peer:call("setDefinitions", {
-  models = {
-    {
-      ref = { provider = "fake", name = "fake-model" },
-      api = "openai-chat",
-      baseUrl = model.info.baseUrl,
-      apiKeyEnv = "FAKE_API_KEY",
-      contextWindow = 8000,
-    },
-  },
+  models = { H.model_definition(model) },
   agents = { { name = "default", permissions = { default = "allow", tools = { shell = "ask" } } } },
 })
 
@@ -34,11 +26,6 @@ H.check("the conversation Neovim created is open for the second editor too (one 
 local sub = peer:call("subscribeSession", { conversationId = conv.id, sessionId = conv.session_id })
 H.check("the second editor subscribed", type(sub.subscriptionId) == "string")
 
-local function turns(n)
-  return function(t)
-    return H.count(t, "✓ turn completed") == n
-  end
-end
 local function submit(text)
   return peer:call("submitInput", { conversationId = conv.id, content = { { type = "text", text = text } } })
 end
@@ -51,7 +38,7 @@ H.check("mid-stream in Neovim: partial", mid:find("## Assistant …\nStreamed fr
 H.check("mid-stream in Neovim: not finished", not mid:find("all of it.", 1, true), mid)
 H.check("the other editor's prompt is shown", mid:find("hello from the peer", 1, true), mid)
 H.check("the statusline follows the other editor's turn", require("openvaala").statusline():find("^openvaala running"), require("openvaala").statusline())
-local text = H.wait_text("the other editor's turn", buf, turns(1))
+local text = H.wait_text("the other editor's turn", buf, H.turns_completed(1))
 H.equal("the answer once, whole", H.count(text, "Streamed from the other editor, all of it."), 1)
 peer:wait("turnCompleted")
 
@@ -68,7 +55,7 @@ vim.cmd("Openvaala approve")
 local resolved = peer:wait("approvalResolved", { itemId = requested.itemId })
 H.equal("the second editor sees Neovim's decision", { resolved.decision, resolved.sessionId }, { "allowOnce", conv.session_id })
 H.equal("decided by Neovim", { resolved.by.kind, resolved.by.name, resolved.by.clientId }, { "client", "Neovim", server.openvaala_id })
-text = H.wait_text("the approved turn", buf, turns(2))
+text = H.wait_text("the approved turn", buf, H.turns_completed(2))
 H.check("the command ran (in the sandbox; the workspace under /tmp is visible)", text:find("    from-neovim-approval", 1, true), text)
 H.check("Neovim shows who allowed it", text:find("ℹ shell `echo from-neovim-approval`: allowed once by Neovim", 1, true), text)
 local again = peer:call_error("answerApproval", { conversationId = conv.id, itemId = requested.itemId, decision = "deny" })
@@ -82,7 +69,7 @@ submit("make a file")
 requested = peer:wait("approvalRequested")
 H.wait_text("the second approval in Neovim", buf, H.contains("⚠ approval needed: shell touch peer-denied"))
 peer:call("answerApproval", { conversationId = conv.id, itemId = requested.itemId, decision = "deny", message = "no files" })
-text = H.wait_text("the denied turn", buf, turns(3))
+text = H.wait_text("the denied turn", buf, H.turns_completed(3))
 H.check("Neovim shows the other editor's decision", text:find("ℹ shell `touch peer-denied`: denied by peer editor", 1, true), text)
 H.check("and says so", H.notified("shell `touch peer-denied`: denied by peer editor"))
 H.equal("no approval is waiting in Neovim", #conv.approvals, 0)
@@ -122,7 +109,7 @@ H.check("the statusline says an approval is needed", require("openvaala").status
 vim.cmd("Openvaala deny not while I am away")
 resolved = peer:wait("approvalResolved", { itemId = requested.itemId })
 H.equal("the second editor sees Neovim's denial", { resolved.decision, resolved.by.name }, { "deny", "Neovim" })
-text = H.wait_text("the last turn", buf, turns(4))
+text = H.wait_text("the last turn", buf, H.turns_completed(4))
 H.equal("the command did not run", vim.fn.filereadable("while-away"), 0)
 local requests = model:requests()
 local last = requests[#requests].json.messages

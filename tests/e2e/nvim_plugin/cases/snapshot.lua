@@ -28,9 +28,7 @@ H.check("the snapshot's streaming answer", text:find("## Assistant …\nfirst pa
 H.check("the snapshot's queued input", text:find("## You (queued)\nqueued input", 1, true), text)
 H.check("not finished yet", not text:find("second part", 1, true), text)
 
-text = H.wait_text("both turns", again, function(t)
-  return H.count(t, "✓ turn completed") == 2
-end)
+text = H.wait_text("both turns", again, H.turns_completed(2))
 H.equal("the first answer once, whole", H.count(text, "first part, second part"), 1)
 H.equal("the streamed part is not left over", H.count(text, "first part"), 1)
 H.check("the queued input ran next", text:find("## You\nqueued input\n\n## Assistant\nthe queued one ran", 1, true), text)

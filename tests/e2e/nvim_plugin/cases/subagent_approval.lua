@@ -65,11 +65,6 @@ H.check("and lead's permissions (no sandbox defined)",
   vim.tbl_contains(picker.labels, "lead — hands tasks to helper  [default: allow]"), vim.inspect(picker.labels))
 H.equal("the conversation is lead's", conv.session.agentName, "lead")
 
-local function turns(n)
-  return function(t)
-    return H.count(t, "✓ turn completed") == n
-  end
-end
 local function statusline()
   return require("openvaala").statusline()
 end
@@ -105,7 +100,7 @@ end, asked), {})
 
 vim.api.nvim_set_current_buf(buf)
 vim.cmd("normal a")
-text = H.wait_text("the delegated turn", buf, turns(1))
+text = H.wait_text("the delegated turn", buf, H.turns_completed(1))
 H.equal("the sub-agent's command ran", vim.fn.filereadable("from-helper.txt"), 1)
 H.check("the lead answered", text:find("The helper made it.", 1, true), text)
 H.check("the buffer says who allowed it", text:find("ℹ shell `touch from-helper.txt` (sub-agent helper): allowed once by Neovim", 1, true), text)
@@ -126,7 +121,7 @@ vim.cmd("Openvaala send again")
 H.wait_text("the second sub-agent's request", buf, H.contains("⚠ approval needed (sub-agent helper): shell touch denied-by-neovim"))
 H.check("another sub-agent session", conv.approvals[1].sessionId ~= waiting.sessionId and conv.approvals[1].sessionId ~= conv.session_id, vim.inspect(conv.approvals))
 vim.cmd("Openvaala deny not from a sub-agent")
-text = H.wait_text("the second turn", buf, turns(2))
+text = H.wait_text("the second turn", buf, H.turns_completed(2))
 H.equal("the command did not run", vim.fn.filereadable("denied-by-neovim"), 0)
 H.check("denied by Neovim, said with the sub-agent", text:find("ℹ shell `touch denied-by-neovim` (sub-agent helper): denied by Neovim", 1, true), text)
 local requests = model:requests()

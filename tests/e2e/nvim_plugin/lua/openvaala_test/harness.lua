@@ -233,6 +233,17 @@ function Peer:wait(kind, match, timeout_s)
   return answer.event
 end
 
+--- The fake model as a `setDefinitions` model (the one `write_config` writes as TOML).
+function H.model_definition(model)
+  return {
+    ref = { provider = "fake", name = "fake-model" },
+    api = "openai-chat",
+    baseUrl = model.info.baseUrl,
+    apiKeyEnv = "FAKE_API_KEY",
+    contextWindow = 8000,
+  }
+end
+
 --- Writes the user config with the fake model (and `extra` TOML), as `openvaala setup` would.
 function H.write_config(model, extra)
   local lines = {
@@ -284,6 +295,13 @@ function H.wait_text(what, buf, pred, timeout_ms)
     return vim.api.nvim_buf_is_valid(buf) and ("buffer:\n" .. H.text(buf)) or "buffer gone"
   end)
   return H.text(buf)
+end
+
+--- A `wait_text` predicate: the buffer shows `n` completed turns.
+function H.turns_completed(n)
+  return function(text)
+    return H.count(text, "✓ turn completed") == n
+  end
 end
 
 function H.contains(needle)
