@@ -89,9 +89,9 @@ async def _via_host(link: HostLink, params: dict[str, Any]) -> dict[str, Any]:
 
 async def _on_file(request: api.ExportUsageParams) -> dict[str, Any]:
     """Only while no host can start: see the module docstring."""
+    from openvaala_lsp.runtime.usage_export import export_usage
     from openvaala_lsp.storage.duckdb_store import DuckDBStorage
     from openvaala_lsp.storage.errors import StorageLockedError
-    from openvaala_lsp.storage.interfaces import ExportRequest
 
     path = paths.database_path()
     if not path.exists():
@@ -100,23 +100,11 @@ async def _on_file(request: api.ExportUsageParams) -> dict[str, Any]:
         storage = await DuckDBStorage.open(str(path))
     except StorageLockedError as exc:
         raise ExportFailed(f"the history database is in use ({exc}); try again in a moment") from None
-    assert request.machine is not None and request.user is not None
-    exported = ExportRequest(
-        directory=request.directory, machine=request.machine, user=request.user, redact=request.redact
-    )
     try:
-        outcome = await storage.export_usage(exported)
+        result = await export_usage(storage, request)
     except OSError as exc:
         raise ExportFailed(f"export failed: cannot write to {request.directory}: {exc.strerror or exc}") from None
     finally:
         await storage.close()
-    result = api.ExportUsageResult(
-        directory=request.directory,
-        number=outcome.number,
-        machine=exported.machine,
-        user=exported.user,
-        redacted=exported.redact,
-        tables=[api.ExportedTable(name=t.name, rows=t.rows, files=t.files) for t in outcome.tables],
-    )
     answer: dict[str, Any] = unstructure(result)
     return answer

@@ -3,20 +3,17 @@ history, and its export as Parquet. Nothing here changes state (an export record
 
 from __future__ import annotations
 
-import getpass
-import socket
-
 from openvaala_lsp.definitions import ModelDefinition
 from openvaala_lsp.model import ContextUsage, Item, LoggedItem, ModelRef, Order, Page, Session, TokenUsage, Turn
 from openvaala_lsp.protocol import api
 from openvaala_lsp.protocol.errors import InvalidParams, NoModelConfigured, NotFound, RuntimeStopped, SessionNotFound
-from openvaala_lsp.runtime import compaction, context
+from openvaala_lsp.runtime import compaction, context, usage_export
 from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.model_clients import resolve_model
 from openvaala_lsp.runtime.session import agent_instructions
 from openvaala_lsp.runtime.state import RuntimeState
 from openvaala_lsp.storage.errors import QueryError, StorageClosedError
-from openvaala_lsp.storage.interfaces import ExportRequest, all_session_items
+from openvaala_lsp.storage.interfaces import all_session_items
 from openvaala_lsp.tools.registry import local_tools
 
 
@@ -151,26 +148,12 @@ class History:
 
     async def export_usage(self, client: Client, params: api.ExportUsageParams) -> api.ExportUsageResult:
         """The analytic views' new rows as Parquet, written on a thread of the storage's own."""
-        request = ExportRequest(
-            directory=params.directory,
-            machine=params.machine or socket.gethostname(),
-            user=params.user or getpass.getuser(),
-            redact=params.redact,
-        )
         try:
-            outcome = await self.state.storage.export_usage(request)
+            return await usage_export.export_usage(self.state.storage, params)
         except OSError as exc:  # the directory: not writable, a file in the way, the disk full
             raise InvalidParams(f"cannot write there: {exc.strerror or exc} @ $.directory") from None
         except StorageClosedError:
             raise RuntimeStopped() from None
-        return api.ExportUsageResult(
-            directory=request.directory,
-            number=outcome.number,
-            machine=request.machine,
-            user=request.user,
-            redacted=request.redact,
-            tables=[api.ExportedTable(name=t.name, rows=t.rows, files=t.files) for t in outcome.tables],
-        )
 
 
 def _item_tokens(item: Item) -> api.ItemTokens:
