@@ -14,7 +14,8 @@ import pytest
 from processes import alive
 
 from openvaala_lsp.definitions import HookDefinition
-from openvaala_lsp.hooks import HookOutcome, HookRunner
+from openvaala_lsp.hooks.outcome import HookOutcome
+from openvaala_lsp.hooks.runner import HookRunner
 
 ENV = {"PATH": os.environ["PATH"]}
 

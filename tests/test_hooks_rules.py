@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from openvaala_lsp.definitions import HookDefinition
-from openvaala_lsp.hooks import HookDefinitionError, HookRunner, compile_matcher, validate_hooks
+from openvaala_lsp.hooks.matchers import compile_matcher
+from openvaala_lsp.hooks.runner import HookRunner
+from openvaala_lsp.hooks.validation import HookDefinitionError, validate_hooks
 
 
 @pytest.mark.parametrize("text", [None, "", "  ", "*"])

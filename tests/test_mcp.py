@@ -16,7 +16,8 @@ import pytest
 from processes import alive
 
 from openvaala_lsp.definitions import MCPServerDefinition
-from openvaala_lsp.mcp import MCPManager, MCPServerConnection
+from openvaala_lsp.mcp.connection import MCPServerConnection
+from openvaala_lsp.mcp.manager import MCPManager
 from openvaala_lsp.tools.base import ToolContext
 
 pytest.importorskip("mcp")

@@ -6,24 +6,7 @@ Events: sessionStart, userPromptSubmit, preToolUse, postToolUse, stop, preCompac
 as the reason; any other exit, a timeout or bad JSON is reported and does not block. See
 `decisions` for the output rules, `matchers` for the matcher rules and `HookOutcome` for what
 "blocked" means per event.
+
+Import from the modules: the package loads none of them, so validating definitions does not load
+the runner and its processes.
 """
-
-from openvaala_lsp.hooks.events import DEFAULT_TIMEOUT_MS, HOOK_EVENTS, MATCH_SUBJECTS
-from openvaala_lsp.hooks.matchers import Matcher, compile_matcher
-from openvaala_lsp.hooks.outcome import OUTPUT_CAP, HookOutcome
-from openvaala_lsp.hooks.runner import EVENT_VARIABLE, HookRunner
-from openvaala_lsp.hooks.validation import HookDefinitionError, validate_hooks
-
-__all__ = [
-    "DEFAULT_TIMEOUT_MS",
-    "EVENT_VARIABLE",
-    "HOOK_EVENTS",
-    "MATCH_SUBJECTS",
-    "OUTPUT_CAP",
-    "HookDefinitionError",
-    "HookOutcome",
-    "HookRunner",
-    "Matcher",
-    "compile_matcher",
-    "validate_hooks",
-]

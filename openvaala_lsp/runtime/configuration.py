@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from openvaala_lsp.definitions import Definitions
-from openvaala_lsp.hooks import validate_hooks
+from openvaala_lsp.hooks.validation import validate_hooks
 from openvaala_lsp.mcp.model import MCPServerInfo
 from openvaala_lsp.model import Session
 from openvaala_lsp.protocol import api

@@ -9,8 +9,8 @@ from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from openvaala_lsp.definitions import Definitions, ModelDefinition
-from openvaala_lsp.hooks import HookRunner
-from openvaala_lsp.mcp import MCPManager
+from openvaala_lsp.hooks.runner import HookRunner
+from openvaala_lsp.mcp.manager import MCPManager
 from openvaala_lsp.mcp.model import ClientMCPServer
 from openvaala_lsp.model import AlwaysAllowed, Conversation, Session, SessionRuntimeInfo, WorkspaceFolder
 from openvaala_lsp.protocol.api import PendingApproval

@@ -8,10 +8,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from openvaala_lsp.config import ConfigError, DefinitionsWatcher, LoadedDefinitions
 from openvaala_lsp.definitions import Definitions
-from openvaala_lsp.hooks import HookDefinitionError, HookRunner
+from openvaala_lsp.hooks.validation import HookDefinitionError
+
+if TYPE_CHECKING:
+    from openvaala_lsp.hooks.runner import HookRunner
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +49,8 @@ class DefinitionsSource:
 
     def hooks(self, definitions: Definitions) -> HookRunner:
         """One runner per definitions set (kept while the set is in use)."""
+        from openvaala_lsp.hooks.runner import HookRunner  # with the first session, see Conversations.create
+
         cached = self._hooks.get(id(definitions))
         if cached is not None and cached[0] is definitions:
             return cached[1]

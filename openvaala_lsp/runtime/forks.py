@@ -11,6 +11,7 @@ changing either conversation afterwards never changes the other.
 from __future__ import annotations
 
 import copy
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -31,12 +32,14 @@ from openvaala_lsp.protocol import api
 from openvaala_lsp.protocol.errors import InvalidParams, InvalidState, NotFound
 from openvaala_lsp.runtime import catalog
 from openvaala_lsp.runtime.client import Client, environment_of
-from openvaala_lsp.runtime.conversation import OpenConversation
 from openvaala_lsp.runtime.conversations import resolve_executor_settings
 from openvaala_lsp.runtime.folders import real_folders
 from openvaala_lsp.runtime.model_clients import effective_selection
 from openvaala_lsp.runtime.state import RuntimeState
 from openvaala_lsp.storage.interfaces import ALL_PAGE_SIZE, all_sessions, every_page
+
+if TYPE_CHECKING:
+    pass
 
 
 class Forks:
@@ -109,6 +112,8 @@ class Forks:
         await storage.import_conversation(conversation, copied_sessions, copied_turns, copied_items)
         environment = environment_of(client, params.environment)
         folders = real_folders(await client.workspace_folders())
+        from openvaala_lsp.runtime.conversation import OpenConversation  # loaded on first use, see Conversations.create
+
         opened = OpenConversation(state, conversation, copied_sessions, environment, folders)
         opened.last_ordinal = len(copied_items)
         state.open[conversation.id] = opened

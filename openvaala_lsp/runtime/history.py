@@ -7,14 +7,12 @@ from openvaala_lsp.definitions import ModelDefinition
 from openvaala_lsp.model import ContextUsage, Item, LoggedItem, ModelRef, Order, Page, Session, TokenUsage, Turn
 from openvaala_lsp.protocol import api
 from openvaala_lsp.protocol.errors import InvalidParams, NoModelConfigured, NotFound, RuntimeStopped, SessionNotFound
-from openvaala_lsp.runtime import compaction, context, usage_export
+from openvaala_lsp.runtime import usage_export
 from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.model_clients import resolve_model
-from openvaala_lsp.runtime.session import agent_instructions
 from openvaala_lsp.runtime.state import RuntimeState
 from openvaala_lsp.storage.errors import QueryError, StorageClosedError
 from openvaala_lsp.storage.interfaces import all_session_items
-from openvaala_lsp.tools.registry import local_tools
 
 
 class History:
@@ -89,6 +87,11 @@ class History:
     async def get_session_context_usage(
         self, client: Client, params: api.GetSessionContextUsageParams
     ) -> api.SessionContextUsage:
+        # the turn machinery, loaded on first use (see Conversations.create)
+        from openvaala_lsp.runtime import compaction, context
+        from openvaala_lsp.runtime.session import agent_instructions
+        from openvaala_lsp.tools.registry import local_tools
+
         state = self.state
         session = await state.session(params.conversation_id, params.session_id)
         opened = state.open.get(params.conversation_id)
@@ -112,7 +115,7 @@ class History:
             instructions = agent_instructions(definitions, session.agent_name, directory)
         last = runner.last_call if runner else None
         return api.SessionContextUsage(
-            items=[_item_tokens(item) for item in items],
+            items=[_item_tokens(item, context.estimate_item(item)) for item in items],
             next_request=runner.next_request_usage(window) if runner else ContextUsage(window=window),
             system_tokens=context.estimate_text(instructions),
             threshold_tokens=compaction.threshold(model),
@@ -156,7 +159,7 @@ class History:
             raise RuntimeStopped() from None
 
 
-def _item_tokens(item: Item) -> api.ItemTokens:
-    """An item's share of the context, estimated as the context's own estimate counts it."""
+def _item_tokens(item: Item, tokens: int) -> api.ItemTokens:
+    """An item's share of the context (`tokens`, as the context's own estimate counts it)."""
     tool = item.tool_call.name if item.tool_call else item.tool_result.name if item.tool_result else None
-    return api.ItemTokens(item_id=item.id, tokens=context.estimate_item(item), type=item.type, tool_name=tool or None)
+    return api.ItemTokens(item_id=item.id, tokens=tokens, type=item.type, tool_name=tool or None)

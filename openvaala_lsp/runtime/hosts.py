@@ -9,7 +9,7 @@ from collections.abc import Coroutine, Mapping
 from typing import Any, Protocol, TypeVar
 
 from openvaala_lsp.definitions import Definitions, ModelDefinition
-from openvaala_lsp.hooks import HookRunner
+from openvaala_lsp.hooks.runner import HookRunner
 from openvaala_lsp.model import AlwaysAllowed, Session, SessionRuntimeInfo
 from openvaala_lsp.providers.base import Provider
 from openvaala_lsp.runtime.definitions_source import FolderKey

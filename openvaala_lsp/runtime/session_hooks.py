@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from openvaala_lsp.hooks import HookOutcome, HookRunner
+from openvaala_lsp.hooks.outcome import HookOutcome
+from openvaala_lsp.hooks.runner import HookRunner
 from openvaala_lsp.model import ErrorInfo, Session
 from openvaala_lsp.protocol import events
 

@@ -10,12 +10,11 @@ import collections
 import enum
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
 from openvaala_lsp.definitions import Definitions, ModelDefinition
-from openvaala_lsp.hooks import HookRunner
 from openvaala_lsp.model import (
     AlwaysAllowed,
     Conversation,
@@ -33,18 +32,21 @@ from openvaala_lsp.protocol.errors import (
     RuntimeStopped,
     SessionNotFound,
 )
-from openvaala_lsp.providers.base import Provider
 from openvaala_lsp.runtime.client import Client
-from openvaala_lsp.runtime.conversation import OpenConversation
 from openvaala_lsp.runtime.definitions_source import DefinitionsSource, FolderKey
 from openvaala_lsp.runtime.folders import folder_key
 from openvaala_lsp.runtime.live import Live
 from openvaala_lsp.runtime.model_clients import ModelClients
-from openvaala_lsp.runtime.session import SessionRunner
 from openvaala_lsp.runtime.tasks import Tasks
 from openvaala_lsp.storage.errors import InvalidCursor
 from openvaala_lsp.storage.interfaces import Storage
 from openvaala_lsp.storage.split import SplitStorage
+
+if TYPE_CHECKING:
+    from openvaala_lsp.hooks.runner import HookRunner
+    from openvaala_lsp.providers.base import Provider
+    from openvaala_lsp.runtime.conversation import OpenConversation
+    from openvaala_lsp.runtime.session import SessionRunner
 
 T = TypeVar("T")
 

@@ -14,7 +14,7 @@ from typing import Any
 import attrs
 
 from openvaala_lsp.definitions import AgentDefinition, PermissionDecision
-from openvaala_lsp.hooks import HookOutcome
+from openvaala_lsp.hooks.outcome import HookOutcome
 from openvaala_lsp.model import AddressKind, Content, Item, ItemStatus, ItemType, ToolCall, ToolResult
 from openvaala_lsp.protocol.api import ApprovalDecision
 from openvaala_lsp.runtime import permissions
