@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from openvaala_lsp.front.rundir import run_dir
+from openvaala_lsp.rundir import run_dir
 
 CODEX_FIRST_ANSWER_MS = 58.0
 CODEX_WINDOW_MIB = 87.0

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fake_provider import ChatStream, FakeProviderServer
 from lsp_client import LspClient
 
-from openvaala_lsp.front.rundir import run_dir
+from openvaala_lsp.rundir import run_dir
 
 CODEX = {
     "initialize_ms": 60.0,

@@ -19,11 +19,11 @@ from typing import Any
 
 from openvaala_lsp import paths, sql_cli
 from openvaala_lsp.front.connect import FrontError, HostLink, reach_or_hold
-from openvaala_lsp.front.rundir import UnsafeRunDir, ensure_private, run_dir
-from openvaala_lsp.front.wire import front_hello
+from openvaala_lsp.hostwire import front_hello
 from openvaala_lsp.lsp_peer import PeerError
 from openvaala_lsp.protocol import api
 from openvaala_lsp.protocol.converter import ParamsError, structure, unstructure
+from openvaala_lsp.rundir import UnsafeRunDir, ensure_private, run_dir
 
 CLIENT_NAME = "openvaala export"
 

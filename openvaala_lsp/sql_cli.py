@@ -24,11 +24,11 @@ from typing import Any
 
 from openvaala_lsp import paths
 from openvaala_lsp.front.connect import FrontError, HostLink, reach_or_hold
-from openvaala_lsp.front.rundir import UnsafeRunDir, ensure_private, run_dir
-from openvaala_lsp.front.wire import front_hello
+from openvaala_lsp.hostwire import front_hello
 from openvaala_lsp.lsp_peer import LspPeer, PeerError
 from openvaala_lsp.protocol import api
 from openvaala_lsp.protocol.converter import ParamsError, structure
+from openvaala_lsp.rundir import UnsafeRunDir, ensure_private, run_dir
 
 MAX_CELL = 40
 CLIENT_NAME = "openvaala sql"

@@ -10,11 +10,10 @@ from typing import Any
 
 import pytest
 
-from openvaala_lsp import framing
-from openvaala_lsp.front import wire
-from openvaala_lsp.front.rundir import MAX_SOCKET_PATH, UnsafeRunDir, ensure_private, run_dir
+from openvaala_lsp import framing, hostwire
 from openvaala_lsp.front.session import DROP, EXIT, FORWARD, EditorSession
 from openvaala_lsp.host import hello
+from openvaala_lsp.rundir import MAX_SOCKET_PATH, UnsafeRunDir, ensure_private, run_dir
 
 
 def body(message: dict[str, Any]) -> bytes:
@@ -41,23 +40,23 @@ def test_frame_headers_are_case_insensitive_and_checked() -> None:
 
 
 def test_version_order() -> None:
-    assert wire.compare((1, "0.2.0"), (1, "0.2.0")) == 0
-    assert wire.compare((1, "0.10.0"), (1, "0.9.3")) == 1
-    assert wire.compare((1, "0.2.0"), (1, "0.2.0rc1")) == 1
-    assert wire.compare((1, "0.2.0.dev1"), (1, "0.2.0")) == -1
-    assert wire.compare((1, "0.2.0+a"), (1, "0.2.0+b")) == -1  # never equal when the strings differ
-    assert wire.compare((1, "9.0.0"), (2, "0.1.0")) == -1  # the hello protocol ranks first
+    assert hostwire.compare((1, "0.2.0"), (1, "0.2.0")) == 0
+    assert hostwire.compare((1, "0.10.0"), (1, "0.9.3")) == 1
+    assert hostwire.compare((1, "0.2.0"), (1, "0.2.0rc1")) == 1
+    assert hostwire.compare((1, "0.2.0.dev1"), (1, "0.2.0")) == -1
+    assert hostwire.compare((1, "0.2.0+a"), (1, "0.2.0+b")) == -1  # never equal when the strings differ
+    assert hostwire.compare((1, "9.0.0"), (2, "0.1.0")) == -1  # the hello protocol ranks first
 
 
 def test_host_verdicts() -> None:
-    good = {"openvaala": "hello", "protocol": wire.HELLO_PROTOCOL, "version": "0.2.0", "cwd": "/", "env": {}}
+    good = {"openvaala": "hello", "protocol": hostwire.HELLO_PROTOCOL, "version": "0.2.0", "cwd": "/", "env": {}}
     assert hello.judge(good, "0.2.0", draining=False)[0] == hello.ACCEPT
     verdict, answer = hello.judge({**good, "version": "0.1.0"}, "0.2.0", draining=False)
-    assert (verdict, answer["reason"]) == (hello.REFUSE, wire.OLDER_FRONT)
+    assert (verdict, answer["reason"]) == (hello.REFUSE, hostwire.OLDER_FRONT)
     assert hello.judge({**good, "version": "0.3.0"}, "0.2.0", draining=False)[0] == hello.DRAIN
-    assert hello.judge(good, "0.2.0", draining=True)[1]["reason"] == wire.DRAINING
+    assert hello.judge(good, "0.2.0", draining=True)[1]["reason"] == hostwire.DRAINING
     for broken in ({**good, "env": {"A": 1}}, {**good, "cwd": "relative"}, {"protocol": 1}, [1]):
-        assert hello.judge(broken, "0.2.0", draining=False)[1]["reason"] == wire.BAD_HELLO
+        assert hello.judge(broken, "0.2.0", draining=False)[1]["reason"] == hostwire.BAD_HELLO
 
 
 def test_run_dir_choice(tmp_path: Path) -> None:

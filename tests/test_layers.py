@@ -17,15 +17,17 @@ PACKAGE = Path(__file__).parent.parent / "openvaala_lsp"
 # Each part of the package by layer, lowest first. A part may import its own modules and any part of
 # a lower layer, never one of its own layer or above.
 LAYERS: list[set[str]] = [
-    {"__init__", "paths", "framing", "logs", "model"},  # domain types, the frame reader: stdlib + attrs
-    {"definitions"},
+    # domain types, the frame reader, the run directory fronts and the host share: stdlib + attrs
+    {"__init__", "paths", "framing", "logs", "model", "rundir"},
+    {"definitions", "hostwire"},  # the hello between fronts and the host names the package's version
     {"tools", "storage", "providers"},  # the runtime's parts, each knowing nothing of the others
     {"hooks", "mcp"},  # hooks run like tools; MCP servers as tool sources, and their public shapes
     {"protocol"},  # wire types (params, results, events, errors), the converter, the method table
     {"config"},  # definitions from files, read with the converter's wire names
     {"runtime"},  # the runtime core: conversations, sessions, turns; no JSON-RPC
-    {"server", "front"},  # pygls translation; the stdlib-only front
+    {"server"},  # pygls translation
     {"host", "setup", "lsp_peer"},  # the runtime host process; setting up models; a minimal LSP client
+    {"front"},  # the stdlib-only front, which forks into a host when none runs
     {"sql_cli"},
     {"usage_cli", "export_cli"},  # reports and exports, through sql_cli's routes to the database
     {"user_cli", "cli"},  # the command lines

@@ -21,12 +21,12 @@ import socket
 import sys
 import time
 
-from openvaala_lsp.front import wire
-from openvaala_lsp.front.rundir import RunDir, peer_credentials
+from openvaala_lsp import hostwire
+from openvaala_lsp.rundir import RunDir, peer_credentials
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, NoReturn
 
 CONNECT_TIMEOUT = 60.0  # covers waiting for a draining host and a cold start
 READY_TIMEOUT = 30.0
@@ -64,7 +64,7 @@ def connect(run: RunDir, hello: dict[str, Any]) -> HostLink:
             if answer.get("ok") is True:
                 return HostLink(sock, leftover)
             sock.close()
-            if answer.get("reason") != wire.DRAINING:
+            if answer.get("reason") != hostwire.DRAINING:
                 raise FrontError(str(answer.get("message") or f"the runtime host refused this front: {answer}"))
         # a draining host has unlinked its socket; the next round waits for it to exit, then spawns
         if time.monotonic() > deadline:
@@ -84,7 +84,7 @@ def reach_running(run: RunDir, hello: dict[str, Any]) -> HostLink | None:
     if answer.get("ok") is True:
         return HostLink(sock, leftover)
     sock.close()
-    if answer.get("reason") == wire.DRAINING:
+    if answer.get("reason") == hostwire.DRAINING:
         return None
     raise FrontError(str(answer.get("message") or f"the runtime host refused this client: {answer}"))
 
@@ -170,7 +170,7 @@ def _handshake(sock: socket.socket, hello: dict[str, Any]) -> tuple[dict[str, An
     sock.settimeout(HELLO_TIMEOUT)
     data = b""
     try:
-        sock.sendall(wire.line(hello))
+        sock.sendall(hostwire.line(hello))
         while b"\n" not in data:
             chunk = sock.recv(65536)
             if not chunk:
@@ -235,8 +235,8 @@ def host_log_path() -> str:
 
 
 def spawn_host() -> None:
-    """Starts `python -m openvaala_lsp.host` detached (double fork, own session, cwd /, no editor fds)
-    and waits until it listens or exits (it lost host.lock or failed; the caller connects to find out)."""
+    """Starts a host detached (double fork, own session, cwd /, no editor fds) and waits until it
+    listens or exits (it lost host.lock or failed; the caller connects to find out)."""
     log = host_log_path()
     os.makedirs(os.path.dirname(log), exist_ok=True)
     try:
@@ -260,7 +260,11 @@ def spawn_host() -> None:
         os.close(ready_r)
 
 
-def _become_host(ready_w: int, log: str) -> None:
+def _become_host(ready_w: int, log: str) -> NoReturn:
+    """The grandchild goes on in this interpreter as the host (`host.main.run`): no second interpreter
+    start, and what the front imported is already there (~15 ms of a cold start, measured). It never
+    returns into the front's code: it leaves with `os._exit`, after what a normal exit would flush."""
+    code = 127
     try:
         os.setsid()  # signals aimed at the editor's process group stay away from the host
         if os.fork():
@@ -271,7 +275,42 @@ def _become_host(ready_w: int, log: str) -> None:
         os.dup2(null, 0)
         os.dup2(out, 1)
         os.dup2(out, 2)
-        os.set_inheritable(ready_w, True)
-        os.execv(sys.executable, [sys.executable, "-m", "openvaala_lsp.host", "--ready-fd", str(ready_w)])
+        _close_fds(keep=(0, 1, 2, ready_w))
+        import gc
+
+        # objects of the front that own the fds just closed must never close them again, now that the
+        # numbers may be the host's: the front's frames keep theirs alive, and freezing keeps the
+        # garbage collector from finalising any other
+        gc.freeze()
+        from openvaala_lsp.host.main import run
+
+        code = run(ready_w)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()  # into the host log (fd 2)
+        code = 1
     finally:
-        os._exit(127)
+        try:
+            import logging
+
+            logging.shutdown()
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def _close_fds(keep: tuple[int, ...]) -> None:
+    """Closes every fd but `keep`: the editor's pipes, spawn.lock and any host socket of the front
+    would otherwise live as long as the host (an editor would wait for EOF, fronts for the lock)."""
+    try:
+        open_fds = [int(name) for name in os.listdir("/proc/self/fd")]
+    except OSError:  # no /proc: every possible number
+        open_fds = list(range(os.sysconf("SC_OPEN_MAX")))
+    for fd in open_fds:
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import sys
 
-from openvaala_lsp.front import wire
+from openvaala_lsp import hostwire
 from openvaala_lsp.front.connect import FrontError, connect
 from openvaala_lsp.front.relay import FrontExit, Relay
-from openvaala_lsp.front.rundir import UnsafeRunDir, ensure_private, run_dir
+from openvaala_lsp.rundir import UnsafeRunDir, ensure_private, run_dir
 
 MODULES_FILE = "OPENVAALA_FRONT_MODULES_FILE"  # tests: where to list the modules the front loaded
 
@@ -19,7 +19,7 @@ def main() -> int:
     try:
         run = run_dir()
         ensure_private(run)
-        hello = wire.front_hello()
+        hello = hostwire.front_hello()
         Relay(run, hello, connect(run, hello), editor_in, editor_out).run()
     except FrontExit as stop:
         code = stop.code

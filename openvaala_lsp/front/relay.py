@@ -19,8 +19,8 @@ import time
 
 from openvaala_lsp import framing
 from openvaala_lsp.front.connect import HostLink, connect, host_log_path
-from openvaala_lsp.front.rundir import RunDir
 from openvaala_lsp.front.session import DROP, EXIT, FORWARD, SUBSCRIPTION_CLOSED, EditorSession, runtime_stopped
+from openvaala_lsp.rundir import RunDir
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -1,46 +1,56 @@
-"""`python -m openvaala_lsp.host [--ready-fd N]`: win `host.lock`, then load the runtime and serve.
+"""The runtime host: win `host.lock`, then load the runtime and serve. A front becomes one by forking
+(`front.connect.spawn_host` calls `run`); `python -m openvaala_lsp.host [--ready-fd N]` starts one by
+hand. Either way the process is named `openvaala-host` (`ps -C openvaala-host`, `pgrep openvaala-host`).
 
-The lock is taken before the runtime and DuckDB are imported (~0.15 s), so a host that loses a start race
+The lock is taken before the runtime and DuckDB are imported (~0.1 s), so a host that loses a start race
 exits within milliseconds. The kernel drops the lock on any death, SIGKILL included.
 """
 
 from __future__ import annotations
 
-import argparse
 import fcntl
 import os
 import sys
 
-from openvaala_lsp.front.rundir import UnsafeRunDir, ensure_private, run_dir
+from openvaala_lsp.rundir import UnsafeRunDir, ensure_private, run_dir
 
 EXIT_LOCKED = 3
+PROCESS_NAME = b"openvaala-host"  # what ps, top and pgrep show; 15 bytes at most
+CREATOR_NAME = b"openvaala-newdb"  # the short-lived child that creates the database file
 
 
 def main(argv: list[str] | None = None) -> int:
+    import argparse  # here only: a front forks straight into `run`
+
     parser = argparse.ArgumentParser(prog="python -m openvaala_lsp.host", description=__doc__)
     parser.add_argument("--ready-fd", type=int, help="write b'R' to this fd once listening, then close it")
-    args = parser.parse_args(argv)
-    run = run_dir()
+    return run(parser.parse_args(argv).ready_fd)
+
+
+def run(ready_fd: int | None) -> int:
+    """The host's life; `ready_fd` gets b"R" once it listens (and is closed)."""
+    _name_process(PROCESS_NAME)
+    directory = run_dir()
     try:
-        ensure_private(run)
+        ensure_private(directory)
     except UnsafeRunDir as exc:
         sys.stderr.write(f"openvaala host: {exc}" + "\n")
         return 1
-    lock = os.open(run.host_lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    lock = os.open(directory.host_lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        held = f"another host holds {run.host_lock}, or `openvaala sql` is reading the database"
+        held = f"another host holds {directory.host_lock}, or `openvaala sql` is reading the database"
         sys.stderr.write(f"openvaala host: {held}; exiting" + "\n")
         return EXIT_LOCKED
-    _write_pid(run.pid_file)
+    _write_pid(directory.pid_file)
     _start_early()
     try:
         from openvaala_lsp.host.server import serve
 
-        return serve(run, args.ready_fd)
+        return serve(directory, ready_fd)
     finally:
-        _remove_pid(run.pid_file)
+        _remove_pid(directory.pid_file)
         os.close(lock)
 
 
@@ -72,6 +82,7 @@ def _create_database(path: str) -> int | None:
     if child == 0:
         code = 1
         try:
+            _name_process(CREATOR_NAME)
             from openvaala_lsp.storage.opening import connect_file
 
             for connection in connect_file(path):
@@ -83,11 +94,21 @@ def _create_database(path: str) -> int | None:
 
 
 def _open_database(path: str, creator: int | None) -> object:
+    # DuckDB's engine loads in this thread while the child creates the file
+    from openvaala_lsp.storage.opening import connect_file
+
     if creator is not None:
         os.waitpid(creator, 0)
-    from openvaala_lsp.storage.opening import connect_file  # imports DuckDB's engine, in this thread
-
     return connect_file(path)
+
+
+def _name_process(name: bytes) -> None:
+    """A forked host would otherwise look like one more front in ps and top."""
+    try:
+        with open("/proc/self/comm", "wb") as comm:
+            comm.write(name)
+    except OSError:
+        pass  # not Linux, or no /proc: the name is cosmetic
 
 
 def _write_pid(path: str) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import json
 import logging
 import os
@@ -18,13 +17,12 @@ import signal
 import time
 from pathlib import Path
 
-from openvaala_lsp import paths
-from openvaala_lsp.front import wire
-from openvaala_lsp.front.rundir import RunDir, UnsafeRunDir, check_private, peer_credentials
+from openvaala_lsp import hostwire, paths
 from openvaala_lsp.host import hello
 from openvaala_lsp.logs import configure_logging
 from openvaala_lsp.model import WorkspaceFolder
 from openvaala_lsp.protocol.api import IsIdleParams
+from openvaala_lsp.rundir import RunDir, UnsafeRunDir, check_private, peer_credentials
 from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.core import Runtime
 from openvaala_lsp.server.connection import Connection
@@ -67,6 +65,8 @@ def return_free_memory() -> None:
     """Gives the pages the C allocator keeps free after a burst of work (the start, a turn) back to the
     system: glibc holds on to them, ~2 MiB of an idle host's 82 MiB after its start (measured). A C
     library without `malloc_trim` (musl) has nothing to give back."""
+    import ctypes  # not needed before the first return: kept off the start
+
     try:
         trim = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):
@@ -83,7 +83,7 @@ class Host:
         self.run = run
         self.idle_seconds = idle_seconds
         self.drain_seconds = drain_seconds
-        self.version = wire.current_version()
+        self.version = hostwire.current_version()
         self.loop = asyncio.get_running_loop()
         self.runtime: asyncio.Future[Runtime] = self.loop.create_future()
         self.connections: set[Connection] = set()
@@ -131,7 +131,7 @@ class Host:
         umask = os.umask(0o177)  # the socket is born 0600: no window where others could connect
         try:
             self.server = await asyncio.start_unix_server(
-                self._on_client, path=self.run.socket, limit=wire.MAX_HELLO_BYTES
+                self._on_client, path=self.run.socket, limit=hostwire.MAX_HELLO_BYTES
             )
         finally:
             os.umask(umask)
@@ -206,7 +206,7 @@ class Host:
         if self.stopping.is_set():
             return None  # the front sees EOF and tries again, then finds the next host
         verdict, answer = hello.judge(message, self.version, draining=self.draining_until is not None)
-        writer.write(wire.line(answer))
+        writer.write(hostwire.line(answer))
         if verdict == hello.ACCEPT:
             return Connection(self.runtime, writer, environment=message["env"], cwd=message["cwd"])
         logger.warning("refused a front (pid %s): %s", message.get("pid"), answer["message"])

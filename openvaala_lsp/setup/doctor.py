@@ -183,7 +183,7 @@ def database_status(path: Path) -> tuple[str, bool]:
 def host_status() -> str | None:
     """The runtime host's state from its pid file; None when this install has no host."""
     try:
-        from openvaala_lsp.front.rundir import run_dir
+        from openvaala_lsp.rundir import run_dir
     except ImportError:
         return None
     run = run_dir()

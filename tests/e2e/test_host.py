@@ -4,6 +4,7 @@ fronts start and share one host per OPENVAALA_HOME, hosts get killed, drained an
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import signal
@@ -20,7 +21,7 @@ from processes import alive
 from turn_helpers import API_KEY, Session, definitions
 
 from openvaala_lsp import __version__
-from openvaala_lsp.front.rundir import RunDir, ensure_private, run_dir
+from openvaala_lsp.rundir import RunDir, ensure_private, run_dir
 
 FRONT_ENV = {
     "OPENVAALA_HOST_IDLE_SECONDS": "1",
@@ -35,14 +36,15 @@ def rundir(home: Path) -> RunDir:
 
 
 def host_pids(home: Path) -> list[int]:
-    """Live host processes serving `home` (zombies have an empty cmdline)."""
+    """Live host processes serving `home`, by the name a host gives itself (zombies have an empty
+    cmdline, whose environ then reads empty too)."""
     mark = f"OPENVAALA_HOME={home}".encode()
     pids = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
-            if b"openvaala_lsp.host" not in Path(f"/proc/{entry}/cmdline").read_bytes():
+            if Path(f"/proc/{entry}/comm").read_bytes().strip() != b"openvaala-host":
                 continue
             if mark in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0"):
                 pids.append(int(entry))
@@ -344,6 +346,36 @@ async def test_host_listens_again_when_its_socket_is_removed(homes: list[Path], 
     assert not os.path.exists(run.path)
 
 
+def open_files(pid: int) -> set[str]:
+    """What the fds of `pid` point at (pipes and sockets by inode)."""
+    found = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(FileNotFoundError):  # the listing's own fd is gone by now
+            found.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
+    return found
+
+
+async def test_the_host_a_front_forks_into_keeps_none_of_its_files(homes: list[Path], ws: Path) -> None:
+    """The front becomes the host by forking: the editor's pipes and terminal, spawn.lock and the
+    ready pipe must all be closed in the host, or an editor would wait for an EOF that never comes
+    and the next front for a lock nobody holds."""
+    home = homes[0]
+    editor = await spawn(home, ws)
+    try:
+        await editor.initialize([ws])
+        [host] = host_pids(home)
+        front = open_files(editor.process.pid)
+        held = open_files(host)
+        assert held.isdisjoint(front), sorted(held & front)
+        assert not any(name.endswith("/spawn.lock") or name.startswith("pipe:") for name in held), sorted(held)
+        assert os.readlink(f"/proc/{host}/cwd") == "/"
+        assert os.getsid(host) != os.getsid(editor.process.pid)  # its own session: the editor's signals stay away
+        assert str(home / "logs" / "host.log") in held
+    finally:
+        assert await editor.shutdown() == 0
+    assert host_pids(home) == [host]  # outlives the front
+
+
 async def test_front_imports_only_the_standard_library(homes: list[Path], ws: Path, tmp_path: Path) -> None:
     listing = tmp_path / "modules.txt"
     editor = await spawn(homes[0], ws, env={"OPENVAALA_FRONT_MODULES_FILE": str(listing)})
@@ -369,9 +401,9 @@ async def test_front_imports_only_the_standard_library(homes: list[Path], ws: Pa
         "openvaala_lsp.front.main",
         "openvaala_lsp.front.connect",
         "openvaala_lsp.front.relay",
-        "openvaala_lsp.front.rundir",
+        "openvaala_lsp.rundir",
         "openvaala_lsp.front.session",
-        "openvaala_lsp.front.wire",
+        "openvaala_lsp.hostwire",
         "openvaala_lsp.framing",  # stdlib only, shared with the server
     }
 

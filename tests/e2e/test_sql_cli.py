@@ -15,9 +15,9 @@ from lsp_client import LspClient
 from processes import openvaala
 
 from openvaala_lsp.front.connect import HostsHeldOff, reach_or_hold
-from openvaala_lsp.front.rundir import ensure_private, run_dir
-from openvaala_lsp.front.wire import front_hello
+from openvaala_lsp.hostwire import front_hello
 from openvaala_lsp.model import Conversation, Session
+from openvaala_lsp.rundir import ensure_private, run_dir
 from openvaala_lsp.storage.duckdb_store import DuckDBStorage
 from openvaala_lsp.storage.sql import READ_ONLY_CONFIG
 
