@@ -245,9 +245,10 @@ def spawn_host() -> None:
     except FileNotFoundError:
         pass
     ready_r, ready_w = os.pipe()
+    one_thread = _threads() == 1
     pid = os.fork()
     if pid == 0:
-        _become_host(ready_w, log)
+        _become_host(ready_w, log, one_thread)
     os.close(ready_w)
     try:
         os.waitpid(pid, 0)  # the intermediate child exits at once
@@ -260,10 +261,13 @@ def spawn_host() -> None:
         os.close(ready_r)
 
 
-def _become_host(ready_w: int, log: str) -> NoReturn:
+def _become_host(ready_w: int, log: str, forked_from_one_thread: bool) -> NoReturn:
     """The grandchild goes on in this interpreter as the host (`host.main.run`): no second interpreter
     start, and what the front imported is already there (~15 ms of a cold start, measured). It never
-    returns into the front's code: it leaves with `os._exit`, after what a normal exit would flush."""
+    returns into the front's code: it leaves with `os._exit`, after what a normal exit would flush.
+    A process that had other threads (`openvaala sql` reaches the host from a worker thread) may have
+    forked while one of them held a lock the host would need: that grandchild starts a fresh
+    interpreter (`python -m openvaala_lsp.host`) instead."""
     code = 127
     try:
         os.setsid()  # signals aimed at the editor's process group stay away from the host
@@ -276,6 +280,9 @@ def _become_host(ready_w: int, log: str) -> NoReturn:
         os.dup2(out, 1)
         os.dup2(out, 2)
         _close_fds(keep=(0, 1, 2, ready_w))
+        if not forked_from_one_thread:
+            os.set_inheritable(ready_w, True)
+            os.execv(sys.executable, [sys.executable, "-m", "openvaala_lsp.host", "--ready-fd", str(ready_w)])
         import gc
 
         # objects of the front that own the fds just closed must never close them again, now that the
@@ -299,6 +306,14 @@ def _become_host(ready_w: int, log: str) -> NoReturn:
             sys.stderr.flush()
         finally:
             os._exit(code)
+
+
+def _threads() -> int:
+    """This process's threads, Python's or not (DuckDB's); 0 where /proc does not say."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 0
 
 
 def _close_fds(keep: tuple[int, ...]) -> None:

@@ -376,6 +376,38 @@ async def test_the_host_a_front_forks_into_keeps_none_of_its_files(homes: list[P
     assert host_pids(home) == [host]  # outlives the front
 
 
+async def test_a_process_with_threads_starts_the_host_in_a_fresh_interpreter(homes: list[Path], ws: Path) -> None:
+    """`openvaala sql` reaches the host from a worker thread: a fork of such a process could inherit a
+    lock another thread held, so its host is a fresh `python -m openvaala_lsp.host` instead."""
+    home = homes[0]
+    script = (
+        "import threading\n"
+        "from openvaala_lsp.front.connect import connect\n"
+        "from openvaala_lsp.hostwire import front_hello\n"
+        "from openvaala_lsp.rundir import ensure_private, run_dir\n"
+        "run = run_dir()\n"
+        "ensure_private(run)\n"
+        "links = []\n"
+        "worker = threading.Thread(target=lambda: links.append(connect(run, front_hello())))\n"
+        "worker.start()\n"
+        "worker.join()\n"
+        "print(len(links))\n"
+    )
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        script,
+        cwd=str(ws),
+        stdout=asyncio.subprocess.PIPE,
+        env={**os.environ, "OPENVAALA_HOME": str(home), **FRONT_ENV},
+    )
+    out, _ = await asyncio.wait_for(process.communicate(), WAIT)
+    assert out.decode().split() == ["1"]  # connected, past the hello
+    [host] = host_pids(home)
+    assert Path(f"/proc/{host}/cmdline").read_bytes().split(b"\0")[1:3] == [b"-m", b"openvaala_lsp.host"]
+    assert started_hosts(home) == 1
+
+
 async def test_front_imports_only_the_standard_library(homes: list[Path], ws: Path, tmp_path: Path) -> None:
     listing = tmp_path / "modules.txt"
     editor = await spawn(homes[0], ws, env={"OPENVAALA_FRONT_MODULES_FILE": str(listing)})
