@@ -11,7 +11,6 @@ changing either conversation afterwards never changes the other.
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING
 
 import attrs
 
@@ -37,9 +36,6 @@ from openvaala_lsp.runtime.folders import real_folders
 from openvaala_lsp.runtime.model_clients import effective_selection
 from openvaala_lsp.runtime.state import RuntimeState
 from openvaala_lsp.storage.interfaces import ALL_PAGE_SIZE, all_sessions, every_page
-
-if TYPE_CHECKING:
-    pass
 
 
 class Forks:
