@@ -12,6 +12,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from bench_usage import usage_data
 
 from openvaala_lsp.model import (
     Compaction,
@@ -25,6 +26,7 @@ from openvaala_lsp.model import (
     Session,
     TokenUsage,
 )
+from openvaala_lsp.storage import export, opening
 from openvaala_lsp.storage.duckdb_store import DuckDBStorage
 from openvaala_lsp.storage.interfaces import ExportRequest
 from openvaala_lsp.storage.migrations import DOCS, migrate
@@ -132,6 +134,26 @@ async def test_exports_scrub_keys_redact_text_and_redo_a_failed_try(tmp_path: Pa
         assert errors(redacted) == [None, None]
         everything = con.sql(f"SELECT * FROM read_parquet('{plain}/**/*.parquet', union_by_name = true)").fetchall()
     assert "secret title" not in repr(everything)  # no titles or message text, ever
+
+
+async def test_an_export_beyond_the_usual_memory_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """turns_v sums every call per turn in memory, unspilled: an export lifts DuckDB's limit while it
+    runs (reports beside it profit too) and puts the usual one back afterwards."""
+    monkeypatch.setitem(opening.CONFIG, "memory_limit", "16MB")  # the usual 128 MB, for 8x fewer turns
+    usage_data.generate(str(tmp_path / "h.duckdb"), 200_000)
+    storage = await DuckDBStorage.open(str(tmp_path / "h.duckdb"))
+    try:
+        [[usual]] = (await storage.query("SELECT current_setting('memory_limit')", [], 1)).rows
+        with pytest.raises(Exception, match="Out of Memory"):  # what the export reads, under the usual limit
+            await storage.query("SELECT sum(hash(t)) FROM turns_v t", [], 1)
+        outcome = await storage.export_usage(ExportRequest(directory=str(tmp_path / "out"), machine="m", user="u"))
+        assert [table.rows for table in outcome.tables] == [200_000, 40_000, 1_000]
+        assert (await storage.query("SELECT current_setting('memory_limit')", [], 1)).rows == [[usual]]
+        monkeypatch.setattr(export, "EXPORT_MEMORY_LIMIT", "16MB")
+        with pytest.raises(Exception, match="Out of Memory"):  # and the lift is what made it pass
+            await storage.export_usage(ExportRequest(directory=str(tmp_path / "again"), machine="m", user="u"))
+    finally:
+        await storage.close()
 
 
 def test_the_export_needs_no_pyarrow(tmp_path: Path) -> None:

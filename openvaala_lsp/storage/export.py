@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import logging
 import os
 import re
 from pathlib import Path
@@ -34,13 +35,15 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from openvaala_lsp.storage import engine
+from openvaala_lsp.storage import engine, opening
 from openvaala_lsp.storage.codec import Row
 from openvaala_lsp.storage.engine import duckdb
 from openvaala_lsp.storage.interfaces import ExportedTable, ExportOutcome, ExportRequest
 
 if TYPE_CHECKING:
     from duckdb import DuckDBPyRelation
+
+log = logging.getLogger(__name__)
 
 EXPORT_COLUMNS = (
     "destination",
@@ -57,6 +60,11 @@ EXPORT_COLUMNS = (
 EXPORTED_ROW_COLUMNS = ("destination", "number", "kind", "id")
 # a key in an error message: `sk-...`, `Bearer ...`, `api_key=...`, `x-api-key: ...`
 _SECRET = r"(?i)(sk-|bearer\s+|api[_-]?key[\"']?\s*[=:]\s*[\"']?|key-)[A-Za-z0-9._~+/=-]{6,}"
+# DuckDB's memory limit while an export runs, for the whole database: turns_v sums every call per turn
+# in memory (~0.5 KB a turn, not spilled: 200k turns fail under 64 MB, measured), beside whatever
+# reports run meanwhile. The usual limit comes back after it, which also evicts the blocks it cached.
+EXPORT_MEMORY_LIMIT = "1GB"
+
 WRITER_CONFIG: dict[str, Any] = {
     "threads": 1,
     "memory_limit": "256MB",
@@ -73,6 +81,13 @@ class _Table:
     new: str  # the ids to export: with `?` for the last call exported and the last now, or the destination
     redacted: tuple[str, ...]  # text columns dropped by `redact` (NULL), scrubbed otherwise
     tracked: bool  # its ids go to `exported_rows`
+    # the rows to export as a condition on the view, with the same `?`s as `new`; by default the ids
+    # `new` lists, which DuckDB joins through a hash table of them (a million calls: over 48 MB, where
+    # the range of model_calls needs under 24, measured)
+    condition: str = ""
+
+    def rows(self) -> str:
+        return self.condition or f"{self.key} IN ({self.new})"
 
 
 # ids of an export whose `exports` row is missing (it failed part way) do not count
@@ -88,6 +103,7 @@ TABLES = (
         "SELECT seq FROM model_calls WHERE seq > ? AND seq <= ?",
         ("error",),
         False,
+        "seq > ? AND seq <= ?",  # a range the scan filters: no hash table of a million ids
     ),
     _Table(
         "turns",
@@ -117,6 +133,7 @@ def export(cursor: duckdb.DuckDBPyConnection, database: str, request: ExportRequ
     """Writes what is new for `request.directory` (blocking: run it in a thread of its own). Reads one
     snapshot of the database on `cursor`, which it closes."""
     try:
+        cursor.execute(f"SET memory_limit = '{EXPORT_MEMORY_LIMIT}'")
         cursor.execute("BEGIN TRANSACTION READ ONLY")
         number, last_seq = _watermark(cursor, request.directory)
         (through_seq,) = _one(cursor, "SELECT coalesce(max(seq), ?) FROM model_calls", [last_seq])
@@ -149,7 +166,15 @@ def export(cursor: duckdb.DuckDBPyConnection, database: str, request: ExportRequ
         )
         return ExportOutcome(number=number, tables=tables, watermark=watermark, exported=exported)
     finally:
-        cursor.close()  # the read transaction ends with it
+        try:
+            cursor.execute("ROLLBACK")  # the read transaction (if it began), before the limit goes back
+        except duckdb.Error:
+            pass
+        try:
+            cursor.execute(f"SET memory_limit = '{opening.CONFIG['memory_limit']}'")  # every store's
+        except duckdb.Error as exc:  # a report still holds more: the lifted limit stays, which only costs memory
+            log.warning("the export could not put DuckDB's memory limit back: %s", exc)
+        cursor.close()
 
 
 def forget_unfinished(cursor: duckdb.DuckDBPyConnection, destination: str) -> None:
@@ -192,7 +217,7 @@ def _write(
     )
     replace = f" REPLACE ({text})" if text else ""
     rows = cursor.sql(
-        f'SELECT ? AS machine, ? AS "user", *{replace} FROM {table.view} WHERE {table.key} IN ({table.new})',
+        f'SELECT ? AS machine, ? AS "user", *{replace} FROM {table.view} WHERE {table.rows()}',
         params=[request.machine, request.user, *bounds],
     )
     source = _Stream(rows)  # noqa: F841 (read by name in the COPY below)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import csv
-import importlib.util
 import io
 import itertools
 import json
@@ -16,17 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+from bench_usage import usage_data
 from fake_provider import ChatStream, FakeProviderServer
 from processes import openvaala
 from turn_helpers import Session, start, text_of
 
 WAIT = 60.0
-_spec = importlib.util.spec_from_file_location(
-    "usage_data", Path(__file__).parent.parent.parent / "bench/usage_data.py"
-)
-assert _spec is not None and _spec.loader is not None
-usage_data = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(usage_data)
 
 
 async def openvaala_cli(home: Path, *args: str) -> tuple[int, str, str]:
