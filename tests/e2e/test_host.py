@@ -36,8 +36,8 @@ def rundir(home: Path) -> RunDir:
 
 
 def host_pids(home: Path) -> list[int]:
-    """Live host processes serving `home`, by the name a host gives itself (zombies have an empty
-    cmdline, whose environ then reads empty too)."""
+    """Live host processes serving `home`, by the name a host gives itself (a zombie keeps the name,
+    but its environ reads empty)."""
     mark = f"OPENVAALA_HOME={home}".encode()
     pids = []
     for entry in os.listdir("/proc"):
