@@ -1,6 +1,7 @@
 """What a starting host loads: enough to answer an editor's first requests (initialize, listing
 conversations); the turn machinery (sessions, tools, providers, MCP, hooks) comes with the first
-open conversation. A real runtime over a DuckDB file, in a fresh interpreter."""
+open conversation, and the API's types with their first use. A real runtime over a DuckDB file, in a
+fresh interpreter."""
 
 from __future__ import annotations
 
@@ -27,6 +28,10 @@ def loaded():
     return sorted(name for name in sys.modules if name.startswith(("openvaala_lsp.", "httpx", "h11")))
 
 
+def api_modules():
+    return sorted(name for name in sys.modules if name.startswith("openvaala_lsp.protocol.api."))
+
+
 async def main():
     future = asyncio.get_running_loop().create_future()
     await start_runtime(future)
@@ -35,10 +40,11 @@ async def main():
     runtime.connect(client)
     await runtime.list_conversations(client, api.ListConversationsParams())
     answered = loaded()
+    api_answered = api_modules()
     await runtime.create_conversation(client, api.CreateConversationParams())
     conversing = loaded()
     await runtime.stop()
-    print(json.dumps({"answered": answered, "conversing": conversing}))
+    print(json.dumps({"answered": answered, "conversing": conversing, "api": api_answered}))
 
 
 asyncio.run(main())
@@ -71,3 +77,5 @@ def test_the_first_answers_come_without_the_turn_machinery(tmp_path: Path) -> No
     assert answered.isdisjoint(MACHINERY), sorted(answered.intersection(MACHINERY))
     assert not any(name.startswith(("httpx", "h11")) for name in answered)
     assert conversing.issuperset(MACHINERY)  # and the first conversation brought it all
+    # of the API's types, those every part shares and those of conversations (see protocol/api)
+    assert modules["api"] == ["openvaala_lsp.protocol.api.common", "openvaala_lsp.protocol.api.conversations"]

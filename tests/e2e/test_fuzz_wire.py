@@ -24,8 +24,7 @@ from typing import Any
 
 import attrs
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from wire_client import WireClient
 
 from openvaala_lsp.protocol.codes import CODES
