@@ -1,7 +1,7 @@
 """What a starting host loads: enough to answer an editor's first requests (initialize, listing
-conversations); the turn machinery (sessions, tools, providers, MCP, hooks) comes with the first
-open conversation, and the API's types with their first use. A real runtime over a DuckDB file, in a
-fresh interpreter."""
+conversations); the turn machinery (sessions, tools, providers, MCP, hooks) and the configuration
+files' reader come with the first open conversation, and the API's types with their first use. A
+real runtime over a DuckDB file, in a fresh interpreter."""
 
 from __future__ import annotations
 
@@ -59,6 +59,7 @@ MACHINERY = (
     "openvaala_lsp.providers.base",
     "openvaala_lsp.mcp.connection",
     "openvaala_lsp.hooks.runner",
+    "openvaala_lsp.config.loader",  # the configuration files' reader, with the first workspace asked about
 )
 
 

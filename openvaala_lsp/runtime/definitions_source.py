@@ -10,11 +10,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from openvaala_lsp.config import ConfigError, DefinitionsWatcher, LoadedDefinitions
 from openvaala_lsp.definitions import Definitions
 from openvaala_lsp.hooks.validation import HookDefinitionError
 
 if TYPE_CHECKING:
+    from openvaala_lsp.config import ConfigError, DefinitionsWatcher, LoadedDefinitions
     from openvaala_lsp.hooks.runner import HookRunner
 
 logger = logging.getLogger(__name__)
@@ -65,6 +65,9 @@ class DefinitionsSource:
     def _watcher(self, folders: FolderKey) -> DefinitionsWatcher:
         watcher = self._watchers.get(folders)
         if watcher is None:
+            # the files' reader (TOML, markdown, the watcher) loads with the first workspace asked about
+            from openvaala_lsp.config import DefinitionsWatcher
+
             watcher = DefinitionsWatcher(
                 list(folders),
                 lambda loaded: self._changed(folders, loaded),

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from openvaala_lsp.config import read_skill_body
 from openvaala_lsp.definitions import AgentDefinition, Definitions, Skill
 from openvaala_lsp.tools.base import ToolContext, ToolOutput
 
@@ -47,6 +46,8 @@ class SkillTool:
             return ToolOutput(text=f"no such skill: {name!r}; skills: {', '.join(sorted(self.skills))}", is_error=True)
         if skill.body is not None:
             return ToolOutput(text=skill.body)
+        from openvaala_lsp.config import read_skill_body  # the files' reader: see DefinitionsSource._watcher
+
         try:
             return ToolOutput(text=await asyncio.to_thread(read_skill_body, skill))
         except (OSError, ValueError) as exc:  # unreadable, not UTF-8, or neither body nor path
