@@ -66,7 +66,8 @@ async def run_tool_calls(
         planned.append(plan)
         if stop:
             break
-    await items.complete_many(indexes, ItemStatus.COMPLETED, later=True)  # each call runs while they commit
+    # each call runs while they commit, asked for once the first call's tool has started (see _run)
+    await items.complete_many(indexes, ItemStatus.COMPLETED, later=True, now=False)
     for plan in planned:
         if await _run(plan, tools, items, hooks):
             return True
@@ -141,6 +142,10 @@ async def _run(plan: PlannedCall, tools: dict[str, Tool], items: TurnItems, hook
     call = plan.call
     running = None if plan.refusal is not None else asyncio.ensure_future(tool_output(call, tools, plan.context))
     try:
+        if running is not None:
+            # the tool's first step (a command's fork and exec) runs before the commit is asked for:
+            # beside a commit, a process spawn took ~6 ms instead of ~0.3 (traced)
+            await asyncio.sleep(0)
         await items.settle()
     except BaseException:
         await _stop(running)
