@@ -19,14 +19,8 @@ from openvaala_lsp.model import (
 from openvaala_lsp.protocol.errors import FieldError
 
 DEFAULT_LIMIT = 50
-
-
 MAX_LIMIT = 500
-
-
 DEFAULT_QUERY_LIMIT = 10_000
-
-
 MAX_QUERY_LIMIT = 100_000
 
 
