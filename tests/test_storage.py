@@ -654,6 +654,53 @@ async def test_a_new_record_deleted_in_its_batch_never_reaches_the_table(db_path
         await storage.close()
 
 
+async def test_a_saved_turn_gets_only_what_changes_over_its_life(db_path: str) -> None:
+    """A turn's end updates the row its start committed (status, end, model, usage, error), alone or
+    in the batch of its start; a turn whose row was never saved stays missing, as an UPDATE leaves it."""
+    storage = await DuckDBStorage.open(db_path, flush_interval=NEVER)
+    try:
+        sess = await make_conversation(storage, "conv_a")
+        await storage.save_turn(turn("turn_1", "conv_a", sess.id, started=1), new=True, durable=True)
+        ended = attrs.evolve(
+            turn("turn_1", "conv_a", sess.id, started=99),  # a start that changed is not written
+            status=TurnStatus.FAILED,
+            ended_at=at(5),
+            model=ModelRef(provider="anthropic", name="claude"),
+            usage=TokenUsage(input_tokens=7, output_tokens=3, total_tokens=10),
+            error=ErrorInfo(kind="providerError", message="boom"),
+        )
+        await storage.save_turn(ended, saved=True, durable=True)
+        (got,) = await storage.get_turns("conv_a", ["turn_1"])
+        assert got == attrs.evolve(ended, started_at=at(1))
+        # the start and the end in one batch: the insert, then the update
+        await storage.save_turn(turn("turn_2", "conv_a", sess.id), new=True)
+        await storage.save_turn(turn("turn_2", "conv_a", sess.id, status=TurnStatus.COMPLETED), saved=True)
+        await storage.save_turn(turn("turn_never", "conv_a", sess.id, status=TurnStatus.COMPLETED), saved=True)
+        await storage.flush()
+        assert [(t.id, t.status) for t in await storage.get_turns("conv_a", ["turn_2", "turn_never"])] == [
+            ("turn_2", TurnStatus.COMPLETED)
+        ]
+    finally:
+        await storage.close()
+
+
+async def test_a_flush_with_nothing_to_commit_is_done_at_once(db_path: str) -> None:
+    """No round trip through the writer thread when nothing is queued or committing; a queued write
+    is waited for."""
+    storage = await DuckDBStorage.open(db_path, flush_interval=NEVER)
+    try:
+        sess = await make_conversation(storage, "conv_a")
+        assert storage.flush().done()
+        await storage.save_turn(turn("turn_1", "conv_a", sess.id), new=True)
+        flushing = storage.flush()
+        assert not flushing.done()
+        await flushing
+        assert [t.id for t in await storage.get_turns("conv_a", ["turn_1"])] == ["turn_1"]
+        assert storage.flush().done()
+    finally:
+        await storage.close()
+
+
 async def test_pending_inputs_order_replace_and_remove(db_path: str) -> None:
     storage = await DuckDBStorage.open(db_path, flush_interval=NEVER)
     try:

@@ -293,10 +293,11 @@ class SessionRunner:
         storage = self.host.storage
         # items still streaming keep what they have, marked interrupted; they, what the turn saved
         # last and its own row go in one commit
-        await active.items.complete_many(active.items.unsaved(), ItemStatus.INTERRUPTED, later=True)
+        await active.items.complete_many(active.items.unsaved(), ItemStatus.INTERRUPTED, later=True, now=False)
         self.queue.release()
         turn.ended_at = utcnow()
-        await storage.save_turn(turn)
+        started = active.inputs_saved  # its first commit holds the turn's row: only what changed is written
+        await storage.save_turn(turn, saved=started.done() and not started.cancelled() and not started.exception())
         await storage.touch_conversation(turn.conversation_id, turn.ended_at)
         try:
             await active.items.settle()  # reports what those commits saved, the turn's start first

@@ -41,6 +41,7 @@ from openvaala_lsp.storage.codec import (
     MODEL_CALL_COLUMNS,
     PENDING_INPUTS,
     SESSIONS,
+    TURN_CHANGING_COLUMNS,
     TURNS,
     Row,
     as_utc,
@@ -49,6 +50,7 @@ from openvaala_lsp.storage.codec import (
     model_call_row,
     pending_row,
     session_row,
+    turn_changes_row,
     turn_row,
 )
 from openvaala_lsp.storage.engine import duckdb
@@ -145,7 +147,12 @@ class DuckDBStorage:
 
     def flush(self) -> asyncio.Future[None]:
         self._check_open()
-        return asyncio.wrap_future(self._writer.barrier())
+        barrier = self._writer.barrier()
+        if barrier.done() and barrier.exception() is None:  # nothing to wait for: no loop round trip
+            done = asyncio.get_running_loop().create_future()
+            done.set_result(None)
+            return done
+        return asyncio.wrap_future(barrier)
 
     async def checkpoint(self) -> None:
         """Commits what is queued and folds the WAL into the file (keeps the next open fast)."""
@@ -302,8 +309,11 @@ class DuckDBStorage:
             lambda cur: queries.list_sessions(cur, conversation_id, cursor=cursor, limit=limit, order=order)
         )
 
-    async def save_turn(self, turn: Turn, *, durable: bool = False, new: bool = False) -> None:
-        await self._write([Put(TURNS, turn_row(turn), new=new)], durable=durable)
+    async def save_turn(self, turn: Turn, *, durable: bool = False, new: bool = False, saved: bool = False) -> None:
+        if saved:
+            await self._write([Update(TURNS, TURN_CHANGING_COLUMNS, turn_changes_row(turn))], durable=durable)
+        else:
+            await self._write([Put(TURNS, turn_row(turn), new=new)], durable=durable)
 
     async def get_turns(self, conversation_id: ConversationId, turn_ids: list[TurnId]) -> list[Turn]:
         return await self._read(lambda cur: queries.get_turns(cur, conversation_id, list(turn_ids)))

@@ -102,8 +102,9 @@ class RecordStorage(Protocol):
     ) -> Page[Session, str]:
         """Ordered by creation time, then id."""
 
-    async def save_turn(self, turn: Turn, *, durable: bool = False, new: bool = False) -> None:
-        """Inserts or replaces the turn (status, ended_at, usage, error change over its life)."""
+    async def save_turn(self, turn: Turn, *, durable: bool = False, new: bool = False, saved: bool = False) -> None:
+        """Inserts or replaces the turn (status, ended_at, usage, error change over its life). `new`:
+        no row has its id yet; `saved`: its row is committed, so only what changes is written."""
 
     async def get_turns(self, conversation_id: ConversationId, turn_ids: list[TurnId]) -> list[Turn]:
         """The turns found, in the order of `turn_ids`; unknown ids are skipped."""

@@ -117,7 +117,7 @@ class MemoryStorage:
         sessions = [copy.deepcopy(s) for s in log.sessions.values()] if log else []
         return keyset_page(sessions, lambda s: (s.created_at, s.id), cursors.SESSIONS, cursor, limit, order)
 
-    async def save_turn(self, turn: Turn, *, durable: bool = False, new: bool = False) -> None:
+    async def save_turn(self, turn: Turn, *, durable: bool = False, new: bool = False, saved: bool = False) -> None:
         if (log := self._log(turn.conversation_id)) is not None:
             log.turns[turn.id] = copy.deepcopy(turn)
 

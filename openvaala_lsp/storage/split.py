@@ -97,8 +97,8 @@ class SplitStorage:
         )
         return page
 
-    async def save_turn(self, turn: Turn, *, durable: bool = False, new: bool = False) -> None:
-        await self._for(turn.conversation_id).save_turn(turn, durable=durable, new=new)
+    async def save_turn(self, turn: Turn, *, durable: bool = False, new: bool = False, saved: bool = False) -> None:
+        await self._for(turn.conversation_id).save_turn(turn, durable=durable, new=new, saved=saved)
 
     async def get_turns(self, conversation_id: ConversationId, turn_ids: list[TurnId]) -> list[Turn]:
         turns: list[Turn] = await self._for(conversation_id).get_turns(conversation_id, turn_ids)

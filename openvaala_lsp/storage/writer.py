@@ -156,7 +156,14 @@ class BatchWriter:
         return future
 
     def barrier(self) -> Future[Any]:
-        """Resolved once every write queued so far is committed (with the batch's error if it failed)."""
+        """Resolved once every write queued so far is committed (with the batch's error if it failed);
+        at once when nothing is queued or committing (no round trip through the writer thread)."""
+        with self._cond:
+            self._check_accepting()
+            if not self._in_flight and not self._batch.has_writes:
+                done: Future[Any] = Future()
+                done.set_result(None)
+                return done
         return self._request(checkpoint=False)
 
     def checkpoint(self) -> Future[Any]:

@@ -32,6 +32,7 @@ async def test_a_turn_with_two_tool_rounds(agent: Harness, provider: FakeProvide
     turn = await session.turn_completed()
     assert turn["status"] == "completed" and "error" not in turn
     assert turn["usage"]["inputTokens"] == 360 and turn["usage"]["cachedInputTokens"] == 60
+    assert (await agent.call("listTurns", {"conversationId": session.id}))["items"] == [turn]  # saved as reported
 
     items = await session.items()
     kinds = [item["type"] for item in items]
@@ -102,6 +103,7 @@ async def test_provider_failure_fails_the_turn(agent: Harness, provider: FakePro
     await session.submit("hello")  # acknowledged: the failure is the turn's, not the request's
     turn = await session.turn_completed()
     assert turn["status"] == "failed" and turn["error"]["kind"] == "insufficientQuota"
+    assert (await agent.call("listTurns", {"conversationId": session.id}))["items"] == [turn]
     error = next(e for e in session.events() if e["type"] == "error")
     assert error["error"]["kind"] == "insufficientQuota"
     assert API_KEY not in json.dumps(session.events())
