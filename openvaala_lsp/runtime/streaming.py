@@ -113,6 +113,19 @@ class TurnItems:
         self.deferred.append((committing, report))
         return committing
 
+    def report_when_committed(self) -> None:
+        """The report deferred last runs as soon as its commit ends (if it is the oldest), not at the
+        next `settle`: a turn's inputs show saved while the model has not answered yet. A failed
+        commit is left to `settle`, which raises it."""
+        committing, report = self.deferred[-1]
+        assert committing is not None, "its commit is asked for"
+
+        def committed(done: asyncio.Future[None]) -> None:
+            if not done.cancelled() and done.exception() is None:
+                self._report(report)
+
+        committing.add_done_callback(committed)
+
     async def settle(self) -> None:
         """Waits for the commits under way and reports them, in order."""
         while self.deferred:
@@ -121,6 +134,10 @@ class TurnItems:
                 committing = asyncio.ensure_future(self.storage.flush())
                 self.deferred[0] = (committing, report)
             await asyncio.shield(committing)  # the commit goes on (and is reported) even if the turn stops
+            self._report(report)
+
+    def _report(self, report: Callable[[], None]) -> None:
+        if self.deferred and self.deferred[0][1] is report:  # not reported yet (`report_when_committed`)
             self.deferred.pop(0)
             report()
 

@@ -175,7 +175,7 @@ async def execute(owner: TurnOwner, active: ActiveTurn, inputs: list[PendingInpu
                 blocked.append(prompt.reason or "blocked by a hook")
             # a blocked prompt stays in the history, marked withdrawn: never sent to the model
             decided.append((pending, ItemStatus.WITHDRAWN if prompt.blocked else ItemStatus.COMPLETED))
-        # the first model request goes out while the inputs commit; its answer waits for the commit
+        # the first model request goes out while the inputs commit; they show saved once committed
         await record_inputs(owner, active, decided, wait=False)
         active.committed = True
         if active.interrupting:
@@ -199,8 +199,8 @@ async def record_inputs(
     owner: TurnOwner, active: ActiveTurn, inputs: list[tuple[PendingInput, ItemStatus]], *, wait: bool = True
 ) -> None:
     """Moves inputs from the queue into the log as part of the turn, in one commit with whatever the
-    turn queued before (its own row, when it starts); once it is done (`settle`; at once unless
-    `wait` is false) the turn and the inputs are announced. The inputs are in the history at once."""
+    turn queued before (its own row, when it starts); once it is done the turn and the inputs are
+    announced (waited for unless `wait` is false). The inputs are in the history at once."""
     storage = owner.host.storage
     recorded = []
     for pending, status in inputs:
@@ -220,6 +220,8 @@ async def record_inputs(
     active.inputs_in(committing)
     if wait:
         await active.items.settle()
+    else:
+        active.items.report_when_committed()
 
 
 async def _loop(owner: TurnOwner, active: ActiveTurn) -> None:
@@ -352,7 +354,9 @@ async def _call_model(owner: TurnOwner, active: ActiveTurn, stream: AsyncIterato
         async for event in stream:
             if record.first_token_ms is None:
                 record.first_token_ms = int((time.monotonic() - started) * 1000)
-                await active.items.settle()  # the turn's inputs are saved and announced first
+                # the turn's inputs show saved before the answer (reported when their commit ends,
+                # `record_inputs`: usually done by now)
+                await active.items.settle()
             if isinstance(event, provider_events.TextDelta):
                 if text_index is None:
                     text_index = items.start_text(ItemType.ASSISTANT_MESSAGE)

@@ -97,6 +97,22 @@ async def test_queued_input_runs_as_the_next_turn(agent: Harness, provider: Fake
     assert items[2]["id"] == second
 
 
+async def test_the_input_shows_saved_before_the_model_answers(agent: Harness, provider: FakeProviderServer) -> None:
+    """A model slow to answer does not hold back the turn's start: the input is reported saved as
+    soon as its commit ends."""
+    provider.enqueue("openai-chat", ChatStream(role_chunk=False).response(ending="hang"))  # never answers
+    session = await Session.open(agent)
+    item_id = await session.submit("hello")
+    saved = await session.wait_event(lambda e: e["type"] == "itemCompleted", timeout=10)
+    assert saved["item"]["id"] == item_id and saved["item"]["status"] == "completed"
+    kinds = [e["type"] for e in session.events()]
+    assert kinds.index("turnStarted") < kinds.index("pendingInputRemoved") < kinds.index("itemCompleted")
+    assert "itemStarted" not in kinds and len(provider.requests_for("openai-chat")) == 1
+    await agent.call("interruptTurn", {"conversationId": session.id})
+    assert (await session.turn_completed())["status"] == "interrupted"
+    assert [text_of(item) for item in await session.items()] == ["hello"]
+
+
 async def test_provider_failure_fails_the_turn(agent: Harness, provider: FakeProviderServer) -> None:
     provider.enqueue("openai-chat", insufficient_quota("openai-chat"))
     session = await Session.open(agent)
