@@ -16,7 +16,6 @@ from openvaala_lsp.rundir import UnsafeRunDir, ensure_private, run_dir
 
 EXIT_LOCKED = 3
 PROCESS_NAME = b"openvaala-host"  # what ps, top and pgrep show; 15 bytes at most
-CREATOR_NAME = b"openvaala-newdb"  # the short-lived child that creates the database file
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,41 +63,16 @@ def _start_early() -> None:
         database.parent.mkdir(parents=True, exist_ok=True)
     except OSError:
         return  # start_runtime reports it
-    creator = None if database.exists() else _create_database(str(database))
-    early.start(str(database), lambda path: _open_database(path, creator))
+    early.start(str(database), _open_database)
     from openvaala_lsp.tools import sandbox  # after: its imports (attrs) need not hold up the open
 
     sandbox.probe_soon()
 
 
-def _create_database(path: str) -> int | None:
-    """A first start creates the database file in a child process, on the other core, while this one
-    imports the runtime: creating the schema is ~60 ms of work under the GIL the imports need, and
-    opening the finished file ~15. The child's pid, None if it could not fork (the open creates it)."""
-    try:
-        child = os.fork()  # no thread runs yet: forking is safe here
-    except OSError:
-        return None
-    if child == 0:
-        code = 1
-        try:
-            _name_process(CREATOR_NAME)
-            from openvaala_lsp.storage.opening import connect_file
-
-            for connection in connect_file(path):
-                connection.close()
-            code = 0
-        finally:
-            os._exit(code)  # whatever failed, the parent's own open reports it
-    return child
-
-
-def _open_database(path: str, creator: int | None) -> object:
-    # DuckDB's engine loads in this thread while the child creates the file
+def _open_database(path: str) -> object:
+    # DuckDB's engine loads in this thread (a first start copies the database's template meanwhile)
     from openvaala_lsp.storage.opening import connect_file
 
-    if creator is not None:
-        os.waitpid(creator, 0)
     return connect_file(path)
 
 
