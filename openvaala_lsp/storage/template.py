@@ -1,7 +1,7 @@
 """A new database file starts as a copy of `empty-database.zlib`: the file every migration has
-already been applied to, compressed (~13 KB for 800 KB). Copying it takes a few ms; applying the
-migrations to a new file took ~100 ms of DuckDB work (creating the file, then the schema), on the
-path of a first start's first answer.
+already been applied to, compressed (~13 KB for 800 KB). Copying it takes a few ms; creating the
+file and applying the migrations took ~100 ms of DuckDB work (measured), at a first start and in
+every test that makes a database.
 
 The template is rebuilt with `python scripts/build_database_template.py` whenever a migration is
 added; tests/test_storage.py fails while it lags behind the migrations. A template that cannot be
@@ -25,12 +25,12 @@ def copy_to(path: str) -> bool:
             data = zlib.decompress(template.read())
     except (OSError, zlib.error):
         return False
-    partial = f"{path}.{os.getpid()}.new"
+    partial = f"{path}.{os.getpid()}.new"  # this process's own: a stale one is overwritten
     try:
-        with open(partial, "xb") as out:
+        with open(partial, "wb") as out:
             out.write(data)
         os.link(partial, path)
-    except FileExistsError:
+    except FileExistsError:  # from the link: the file was made meanwhile
         return True
     except OSError:
         return False
