@@ -64,7 +64,7 @@ class ExportOutcome:
 
 class RecordStorage(Protocol):
     async def create_conversation(self, conversation: Conversation, session: Session) -> None:
-        """Durable. Creates the conversation with its main session."""
+        """Durable. Creates the conversation with its main session (ids no row has yet)."""
 
     async def get_conversation(self, conversation_id: ConversationId) -> Conversation | None: ...
 
@@ -90,7 +90,7 @@ class RecordStorage(Protocol):
         case-insensitive substring of the title. `running` is left False (runtime state)."""
 
     async def create_session(self, session: Session) -> None:
-        """Durable."""
+        """Durable. A new session (an id no row has yet)."""
 
     async def update_session(self, session: Session) -> None:
         """Durable. Replaces the stored row (model)."""
