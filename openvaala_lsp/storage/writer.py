@@ -297,9 +297,11 @@ class BatchWriter:
                 # Never COMMIT after an error: DuckDB would return normally and roll back.
                 self._rollback()
                 log.error("storage: a batch of %d writes failed and was rolled back", batch.rows, exc_info=exc)
+                self._landed()
                 for future in _waiters(batch):
                     future.set_exception(exc)
                 return
+        self._landed()
         for future, result in results:
             future.set_result(result)
         for future in batch.futures:
@@ -340,6 +342,12 @@ class BatchWriter:
                 _statement(cur, _insert(name, columns), rows)
             else:
                 _flush(cur.appender(name, columns=list(columns)), rows)
+
+    def _landed(self) -> None:
+        """The batch is committed (or rolled back): cleared before its waiters wake, so a barrier
+        they ask for next finds nothing in flight and is done at once."""
+        with self._cond:
+            self._in_flight = False
 
     def _rollback(self) -> None:
         try:
