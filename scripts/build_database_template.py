@@ -4,6 +4,7 @@ every migration applied to a new file, compressed. Run it after adding a migrati
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 import zlib
 
@@ -24,7 +25,7 @@ def main() -> None:
             con.close()  # checkpoints: the file holds everything, no WAL
         with open(path, "rb") as made, open(template.TEMPLATE, "wb") as compressed:
             compressed.write(zlib.compress(made.read(), 9))
-    print(f"wrote {template.TEMPLATE}")
+    sys.stdout.write(f"wrote {template.TEMPLATE}\n")
 
 
 if __name__ == "__main__":
