@@ -837,7 +837,7 @@ def test_without_its_template_a_new_file_is_created_by_the_migrations(
         for connection in connect_file(path):
             connection.close()
         assert [v for (v,) in sql(path, "SELECT version FROM schema_version")] == list(range(1, LATEST_VERSION + 1))
-        assert not [name for name in os.listdir(tmp_path) if name.endswith(".new")]  # no copy left half-made
+        assert not [left for left in os.listdir(tmp_path) if left.endswith(".new")]  # no copy left half-made
 
 
 def test_a_template_copy_never_replaces_a_file(tmp_path: Path) -> None:
