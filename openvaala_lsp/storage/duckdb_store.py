@@ -147,12 +147,7 @@ class DuckDBStorage:
 
     def flush(self) -> asyncio.Future[None]:
         self._check_open()
-        barrier = self._writer.barrier()
-        if barrier.done() and barrier.exception() is None:  # nothing to wait for: no loop round trip
-            done = asyncio.get_running_loop().create_future()
-            done.set_result(None)
-            return done
-        return asyncio.wrap_future(barrier)
+        return _awaitable(self._writer.barrier())
 
     async def checkpoint(self) -> None:
         """Commits what is queued and folds the WAL into the file (keeps the next open fast)."""
@@ -452,4 +447,17 @@ class DuckDBStorage:
 
 
 async def _wait(future: Future[T]) -> T:
-    return await asyncio.wrap_future(future)
+    return await _awaitable(future)
+
+
+def _awaitable(future: Future[T]) -> asyncio.Future[T]:
+    """The writer's future for the event loop. One already resolved (a barrier with nothing queued or
+    committing) is handed over as it is, without the loop round trip of `wrap_future`."""
+    if not future.done():
+        return asyncio.wrap_future(future)
+    done: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+    if (error := future.exception()) is not None:
+        done.set_exception(error)
+    else:
+        done.set_result(future.result())
+    return done

@@ -160,7 +160,7 @@ class BatchWriter:
         at once when nothing is queued or committing (no round trip through the writer thread)."""
         with self._cond:
             self._check_accepting()
-            if not self._in_flight and not self._batch.has_writes:
+            if not self._pending():
                 done: Future[Any] = Future()
                 done.set_result(None)
                 return done
@@ -172,7 +172,11 @@ class BatchWriter:
 
     def has_pending(self) -> bool:
         with self._cond:
-            return self._in_flight or self._batch.has_writes
+            return self._pending()
+
+    def _pending(self) -> bool:
+        """Writes queued or committing (asked under the lock)."""
+        return self._in_flight or self._batch.has_writes
 
     def stop(self) -> Future[None]:
         """Commits what is queued, checkpoints and closes the writer's cursor; refuses later submits."""
@@ -256,8 +260,7 @@ class BatchWriter:
                 try:
                     self._commit(batch)
                 finally:
-                    with self._cond:
-                        self._in_flight = False
+                    self._landed()  # done by `_commit` before its waiters wake; here if it raised
                 if last:
                     break
         except BaseException as exc:  # a bug: report it to every waiter rather than leave them hanging
