@@ -1,5 +1,5 @@
-"""Opening the database file while the rest of the process is still importing: a first start pays
-for the imports and for creating the file one after the other otherwise. `start` runs the open in a
+"""Opening the database file while the rest of the process is still importing: a host would pay for
+the imports and for loading DuckDB and opening the file one after the other otherwise. `start` runs the open in a
 thread of its own (the opener imports DuckDB there); `DuckDBStorage.open` of the same path takes its
 result. Nothing heavy is imported here."""
 
