@@ -99,7 +99,9 @@ class OpenConversation:
 
     def tool_context(self) -> ToolContext:
         roots = [folder.path for folder in self.folders] or [self.directory()]
-        return ToolContext(directory=self.directory(), roots=roots, environment=self.environment)
+        return ToolContext(
+            directory=self.directory(), roots=roots, environment=self.environment, warm=self._host.sandboxes
+        )
 
     def _ancestors(self, session: Session) -> list[SessionRunner]:
         found: list[SessionRunner] = []

@@ -109,6 +109,7 @@ class Runtime:
         state.live.close_all(ErrorInfo(kind=RuntimeStopped.kind, message=RuntimeStopped.default_message))
         await state.tasks.close()
         await state.model_clients.close()
+        await state.sandboxes.close()
         await state.source.close()
         await state.storage.close()
         state.lifecycle = Lifecycle.STOPPED

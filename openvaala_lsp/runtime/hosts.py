@@ -15,6 +15,7 @@ from openvaala_lsp.providers.base import Provider
 from openvaala_lsp.runtime.definitions_source import FolderKey
 from openvaala_lsp.storage.interfaces import Storage
 from openvaala_lsp.tools.base import Tool, ToolContext
+from openvaala_lsp.tools.warm_sandbox import WarmSandboxes
 
 T = TypeVar("T")
 
@@ -24,6 +25,10 @@ class ConversationHost(Protocol):
 
     @property
     def storage(self) -> Storage: ...
+
+    @property
+    def sandboxes(self) -> WarmSandboxes:
+        """Where sandboxed commands start."""
 
     def definitions_for(self, folders: FolderKey) -> Definitions: ...
 

@@ -41,6 +41,7 @@ from openvaala_lsp.runtime.tasks import Tasks
 from openvaala_lsp.storage.errors import InvalidCursor
 from openvaala_lsp.storage.interfaces import Storage
 from openvaala_lsp.storage.split import SplitStorage
+from openvaala_lsp.tools.warm_sandbox import WarmSandboxes
 
 if TYPE_CHECKING:
     from openvaala_lsp.hooks.runner import HookRunner
@@ -83,6 +84,7 @@ class RuntimeState:
         # an explicit set (setDefinitions, tests) replaces the configuration files
         self.source.explicit = definitions
         self.model_clients = ModelClients()
+        self.sandboxes = WarmSandboxes()
         self.open: dict[ConversationId, OpenConversation] = {}
         self.live = Live(self.open)
         self.tasks = Tasks()

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
 import attrs
+
+from openvaala_lsp.tools.process import Started
 
 
 @attrs.frozen(kw_only=True)
@@ -18,16 +21,26 @@ class SandboxPolicy:
     network: bool = False
 
 
+class Sandboxes(Protocol):
+    """Where sandboxed commands start (`warm_sandbox.WarmSandboxes`)."""
+
+    def launch(
+        self, policy: SandboxPolicy, argv: Sequence[str], *, cwd: str, env: Mapping[str, str], output: int
+    ) -> AbstractAsyncContextManager[Started]:
+        """`process.Launch` in the sandbox `policy` asks for."""
+
+
 @attrs.define(kw_only=True)
 class ToolContext:
     """Where and how a tool runs: the conversation's workspace directory (absolute, the cwd of
-    commands), the roots a path may resolve into, the client's environment, and the sandbox commands
-    run in (None: none)."""
+    commands), the roots a path may resolve into, the client's environment, the sandbox commands
+    run in (None: none), and the warm sandboxes that start them (None: each starts its own)."""
 
     directory: str
     roots: list[str]
     environment: Mapping[str, str]
     sandbox: SandboxPolicy | None = None
+    warm: Sandboxes | None = None
 
 
 @attrs.define(kw_only=True)

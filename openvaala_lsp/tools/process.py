@@ -20,7 +20,8 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Protocol
 
 import attrs
 
@@ -98,7 +99,7 @@ async def _group_gone(pgid: int) -> None:
 
 
 async def await_group(
-    process: asyncio.subprocess.Process, closed: asyncio.Future[None], time_limit: float
+    process: Started, closed: asyncio.Future[None], time_limit: float
 ) -> tuple[int | None, bool, bool]:
     """Waits up to `time_limit` for the command to exit and its output to close. On timeout the whole
     group is stopped; background jobs still holding the output `EXIT_GRACE` after the exit are
@@ -123,7 +124,7 @@ async def await_group(
     return exit_code, timed_out, stopped_background
 
 
-async def stop_group(process: asyncio.subprocess.Process, closed: asyncio.Future[None]) -> None:
+async def stop_group(process: Started, closed: asyncio.Future[None]) -> None:
     pgid = process.pid  # a session leader's pid is its group id
     _signal_group(pgid, signal.SIGTERM)
     try:
@@ -142,6 +143,44 @@ async def stop_group(process: asyncio.subprocess.Process, closed: asyncio.Future
         await asyncio.wait_for(_group_gone(pgid), KILL_WAIT)
 
 
+class Started(Protocol):
+    """A started command as this module follows it: its group (the leader's pid, as this process
+    sees it) is signalled from here; its end is reported by whoever started it."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    async def wait(self) -> int: ...
+
+
+class Launch(Protocol):
+    """Starts `argv` in a session of its own, stdin /dev/null, stdout and stderr to `output`; OSError
+    if it cannot. The context ends once the command and its output are done with."""
+
+    def __call__(
+        self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str], output: int
+    ) -> contextlib.AbstractAsyncContextManager[Started]: ...
+
+
+@contextlib.asynccontextmanager
+async def start_process(
+    argv: Sequence[str], *, cwd: str, env: Mapping[str, str], output: int
+) -> AsyncIterator[Started]:
+    """`Launch` as a child of this process."""
+    yield await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=output,
+        stderr=output,
+        cwd=cwd,
+        env=dict(env),
+        start_new_session=True,
+    )
+
+
 async def run_process_group(
     argv: Sequence[str],
     *,
@@ -149,28 +188,35 @@ async def run_process_group(
     env: Mapping[str, str],
     time_limit: float,
     read_limit: int,
+    launch: Launch = start_process,
 ) -> ProcessResult:
     """Runs `argv` with stdin from /dev/null and a merged stdout/stderr; OSError if it cannot start."""
-    loop = asyncio.get_running_loop()
     buffer = HeadTailBuffer(limit=read_limit)
     read_fd, write_fd = os.pipe()
     try:
-        process = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=write_fd,
-            stderr=write_fd,
-            cwd=cwd,
-            env=dict(env),
-            start_new_session=True,
-        )
+        starting = launch(argv, cwd=cwd, env=env, output=write_fd)
     except BaseException:
         os.close(read_fd)
-        raise
-    finally:
-        # The child has its own copy; ours would keep the pipe open forever.
         os.close(write_fd)
+        raise
+    reading = False
+    try:
+        async with starting as process:
+            # the child has its own copy; ours would keep the pipe open forever
+            os.close(write_fd)
+            write_fd = -1
+            reading = True
+            return await _follow(process, read_fd, buffer, time_limit)
+    finally:
+        if write_fd >= 0:
+            os.close(write_fd)
+        if not reading:
+            os.close(read_fd)
 
+
+async def _follow(process: Started, read_fd: int, buffer: HeadTailBuffer, time_limit: float) -> ProcessResult:
+    """Reads the command's output (the pipe's read end is this function's to close) until it ends."""
+    loop = asyncio.get_running_loop()
     closed: asyncio.Future[None] = loop.create_future()
     pipe = os.fdopen(read_fd, "rb", buffering=0)  # the transport owns it and closes it
     transport: asyncio.BaseTransport | None = None

@@ -92,20 +92,25 @@ def _probe() -> SandboxState:
 
 def wrap(argv: list[str], policy: SandboxPolicy, cwd: str, binary: str | None = None) -> list[str]:
     """`argv` as it runs inside the sandbox, in `cwd`."""
+    return [*mounts(policy, cwd, binary), "--chdir", cwd, "--", *argv]
+
+
+def mounts(policy: SandboxPolicy, cwd: str, binary: str | None = None) -> list[str]:
+    """The bubblewrap command line of the sandbox a command in `cwd` runs in, up to the command."""
     bwrap = binary or state().binary or "bwrap"
     command = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     # the private /tmp hides the machine's: a workspace that lies there is brought back into view
     for folder in dict.fromkeys((*policy.visible, cwd)):
-        if _under_tmp(folder) and folder not in policy.writable and os.path.isdir(folder):
+        if under_tmp(folder) and folder not in policy.writable and os.path.isdir(folder):
             command += ["--ro-bind", folder, folder]
     for folder in policy.writable:
         if os.path.isdir(folder):
             command += ["--bind", folder, folder]
     if not policy.network:
         command.append("--unshare-net")
-    command += ["--unshare-pid", "--die-with-parent", "--chdir", cwd, "--", *argv]
+    command += ["--unshare-pid", "--die-with-parent"]
     return command
 
 
-def _under_tmp(folder: str) -> bool:
+def under_tmp(folder: str) -> bool:
     return os.path.realpath(folder).startswith("/tmp/") or folder.startswith("/tmp/")

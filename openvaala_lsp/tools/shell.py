@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 from typing import Any
@@ -10,7 +11,7 @@ from openvaala_lsp.tools import sandbox
 from openvaala_lsp.tools.base import ToolContext, ToolOutput
 from openvaala_lsp.tools.common import LocalTool, ToolFailure
 from openvaala_lsp.tools.paths import resolve_path
-from openvaala_lsp.tools.process import run_process_group
+from openvaala_lsp.tools.process import Launch, run_process_group, start_process
 from openvaala_lsp.tools.truncate import DEFAULT_MAX_OUTPUT, DEFAULT_READ_LIMIT
 
 DEFAULT_TIMEOUT_MS = 120_000
@@ -98,7 +99,10 @@ class ShellTool(LocalTool):
         workdir = _working_directory(arguments.get("workdir"), context)
         timeout_ms: int = arguments["timeout_ms"]
         argv = [SHELL, "-c", arguments["command"]]
-        if context.sandbox is not None:
+        launch: Launch = start_process
+        if context.sandbox is not None and context.warm is not None:
+            launch = functools.partial(context.warm.launch, context.sandbox)
+        elif context.sandbox is not None:
             argv = sandbox.wrap(argv, context.sandbox, workdir)
         try:
             result = await run_process_group(
@@ -107,6 +111,7 @@ class ShellTool(LocalTool):
                 env=context.environment,
                 time_limit=timeout_ms / 1000,
                 read_limit=self.read_limit,
+                launch=launch,
             )
         except OSError as error:
             raise ToolFailure(f"could not start {SHELL}: {error.strerror or error}") from error

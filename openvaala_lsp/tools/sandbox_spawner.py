@@ -1,0 +1,191 @@
+"""The process inside a warm sandbox (`warm_sandbox.py` starts it in bubblewrap): it starts that
+sandbox's commands, so each pays a fork and an exec instead of a sandbox of its own (~10 ms of
+namespaces and mounts, traced). Standard library only, run as `python -I -S -c <this file>`: the
+package may lie where the sandbox does not see it (under /tmp).
+
+One command at a time, over the SOCK_SEQPACKET socket whose fd is argv[1], one JSON object a message:
+  <- {"argv", "cwd", "env"} with the command's output fd: the command starts in a session of its own;
+  -> {"started": true} from the command's process itself, before its exec: the kernel stamps the
+     message with that pid as the host sees it (SCM_CREDENTIALS), which signals the group from there;
+  -> {"exec": true} once it runs, or {"error": text, "errno": n} if it could not start;
+  -> {"exit": returncode} when it ends (negative: the signal that ended it);
+  <- {"clean": true} once the host is done with it: every other process of the sandbox is killed and
+     /tmp, /dev/shm and /dev are as they were at the start, so the next command finds what a sandbox of its own would;
+  -> {"clean": true}.
+It sends {"ready": true} first. It ends when the host closes the socket; bubblewrap, whose only child
+it is, then ends the sandbox and whatever still runs in it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+import time
+
+PR_SET_DUMPABLE = 4
+EMPTIED = ("/tmp", "/dev/shm")  # the sandbox's own tmpfs folders, fresh for every command
+DEV = "/dev"  # its own too, where only what the sandbox made at its start stays
+KILL_WAIT = 2.0  # seconds for killed processes to be gone
+
+
+def main() -> None:
+    # not dumpable: a command (same user, same namespace) can neither ptrace this process nor open
+    # its fds through /proc
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    channel = socket.socket(fileno=int(sys.argv[1]))
+    channel.set_inheritable(False)
+    os.close(os.pidfd_open(os.getpid()))  # what waiting for a command needs (Linux 5.3): else no ready
+    made = frozenset(os.listdir(DEV))
+    send(channel, {"ready": True})
+    with selectors.DefaultSelector() as selector:
+        selector.register(channel, selectors.EVENT_READ)
+        while True:
+            message, fds = receive(channel)
+            if message is None:
+                return
+            if "clean" in message:
+                clean(made)
+                send(channel, {"clean": True})
+            else:
+                run(channel, selector, message, fds)
+
+
+def send(channel: socket.socket, message: dict[str, object]) -> None:
+    channel.sendmsg([json.dumps(message).encode()])
+
+
+def receive(channel: socket.socket) -> tuple[dict[str, object] | None, list[int]]:
+    data, fds, _, _ = socket.recv_fds(channel, 1 << 20, 4)
+    if not data:
+        for fd in fds:
+            os.close(fd)
+        return None, []
+    return json.loads(data), fds
+
+
+def run(channel: socket.socket, selector: selectors.BaseSelector, message: dict[str, object], fds: list[int]) -> None:
+    argv = [str(part) for part in message["argv"]]  # type: ignore[attr-defined]
+    env = {str(key): str(value) for key, value in message["env"].items()}  # type: ignore[attr-defined]
+    cwd = str(message["cwd"])
+    verdict_read, verdict_write = os.pipe()  # closed by the exec (close-on-exec), else it says why not
+    pid = os.fork()
+    if pid == 0:
+        _child(channel, argv, env, cwd, fds[0], verdict_write)
+    for fd in fds:
+        os.close(fd)
+    os.close(verdict_write)
+    with os.fdopen(verdict_read, "rb") as verdict:
+        failure = verdict.read()
+    if failure:
+        os.waitpid(pid, 0)
+        code, _, text = failure.decode().partition(":")
+        send(channel, {"error": text, "errno": int(code)})
+        return
+    send(channel, {"exec": True})
+    ended = os.pidfd_open(pid)
+    selector.register(ended, selectors.EVENT_READ)
+    try:
+        while True:
+            ready = {key.fd for key, _ in selector.select()}
+            if ended in ready:
+                break
+            # the host speaks while the command runs only by closing the socket: it went away
+            if channel.recv(1, socket.MSG_PEEK) == b"":
+                os._exit(0)
+    finally:
+        selector.unregister(ended)
+        os.close(ended)
+    _, status = os.waitpid(pid, 0)
+    send(channel, {"exit": os.waitstatus_to_exitcode(status)})
+
+
+def _child(channel: socket.socket, argv: list[str], env: dict[str, str], cwd: str, output: int, verdict: int) -> None:
+    try:
+        os.setsid()
+        # Python ignores these; a command expects them as the shell leaves them
+        for signum in (signal.SIGPIPE, signal.SIGXFSZ):
+            signal.signal(signum, signal.SIG_DFL)
+        os.chdir(cwd)
+        stdin = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(stdin, 0)
+        os.dup2(output, 1)
+        os.dup2(output, 2)
+        os.close(output)  # every other fd of this process closes with the exec
+        send(channel, {"started": True})
+        os.execvpe(argv[0], argv, env)
+    except Exception as exc:
+        code = getattr(exc, "errno", None) or errno.EIO
+        os.write(verdict, f"{code}:{getattr(exc, 'strerror', None) or exc}".encode())
+    finally:
+        os._exit(127)
+
+
+def clean(made: frozenset[str]) -> None:
+    """Ends every process but this one and the sandbox's init, and empties the sandbox's tmpfs
+    folders (/dev but for what it held at the start: `made`)."""
+    me = os.getpid()
+    deadline = time.monotonic() + KILL_WAIT
+    while time.monotonic() < deadline:
+        others = [pid for pid in _running() if pid not in (1, me)]
+        if not others:
+            break
+        for pid in others:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.001)
+    for folder, kept in [*((folder, frozenset[str]()) for folder in EMPTIED), (DEV, made)]:
+        try:
+            device = os.stat(folder).st_dev
+        except OSError:
+            continue
+        _empty(folder, device, kept)
+
+
+def _running() -> list[int]:
+    """The processes of the sandbox that have not ended (zombies wait for init to reap them)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat:
+                data = stat.read()
+        except OSError:
+            continue
+        if data[data.rfind(b")") + 2 :][:1] not in (b"Z", b"X"):
+            found.append(int(name))
+    return found
+
+
+def _empty(folder: str, device: int, kept: frozenset[str] = frozenset()) -> None:
+    """Removes what `folder` holds on `device` but the names `kept`: a folder bound into it from
+    elsewhere (the workspace, under /tmp) is another device and stays untouched, as does the way to it."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name in kept:
+            continue
+        try:
+            if entry.stat(follow_symlinks=False).st_dev != device:
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                _empty(entry.path, device)
+                os.rmdir(entry.path)
+            else:
+                os.unlink(entry.path)
+        except OSError:
+            continue  # a mount point's parent folder (busy), or gone meanwhile
+
+
+if __name__ == "__main__":
+    main()
