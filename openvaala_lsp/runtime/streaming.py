@@ -44,10 +44,9 @@ class TurnItems:
     def snapshot(self) -> list[StreamingItem]:
         return [StreamingItem(item_index=i, item=item) for i, item in sorted(self.streaming.items())]
 
-    def start(self, kind: ItemType, **fields: Any) -> int:
-        index = self.next_index
-        self.next_index += 1
-        item = Item(
+    def new(self, kind: ItemType, **fields: Any) -> Item:
+        """An item of the turn, as it starts (streaming)."""
+        return Item(
             id=new_id("item"),
             conversation_id=self.turn.conversation_id,
             session_id=self.turn.session_id,
@@ -57,9 +56,30 @@ class TurnItems:
             created_at=utcnow(),
             **fields,
         )
-        self.streaming[index] = item
+
+    def start(self, kind: ItemType, **fields: Any) -> int:
+        index = self.next_index
+        self.next_index += 1
+        item = self.streaming[index] = self.new(kind, **fields)
         self.publish(events.ItemStarted(item_index=index, item=copy.deepcopy(item)))
         return index
+
+    async def add_later(self, item: Item, started: Item) -> None:
+        """An item made whole while what came before it is still committing (a quick tool's result):
+        it joins the history at once and the log with the next commit, and is reported once that is
+        done, started (as `started`) and saved in one step, as `start` and `complete_many` would
+        have reported it, so the turn goes on without waiting for the commits ahead."""
+        index = self.next_index
+        self.next_index += 1
+        item.status = ItemStatus.COMPLETED
+        ordinal = await self.storage.append_item(item)
+        self.remember(item)
+
+        def report() -> None:
+            self.publish(events.ItemStarted(item_index=index, item=started))
+            self.saved(ordinal, item, remembered=True)
+
+        self.defer(report)
 
     def start_text(self, kind: ItemType) -> int:
         return self.start(kind, content=[Content(type="text", text="")])

@@ -7,6 +7,7 @@ the call's result, which the model reads and can act on; only an interrupt ends 
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import logging
 from typing import Any
@@ -137,8 +138,10 @@ def _denial(reason: str, answer: Answer) -> str:
 
 async def _run(plan: PlannedCall, tools: dict[str, Tool], items: TurnItems, hooks: SessionHooks) -> bool:
     """Runs one decided call and saves its result item; True if a postToolUse hook stops the turn.
-    The tool starts while the call's commit is under way (it holds up neither); the call is reported
-    saved before its result item starts."""
+    The tool starts while the call's commit is under way (it holds up neither). The call is reported
+    saved before its result item starts: a tool that ends first (with no postToolUse hook to run) has
+    its result reported after the call, while the turn goes on; else the result item starts (shown
+    running) once the call is reported."""
     call = plan.call
     running = None if plan.refusal is not None else asyncio.ensure_future(tool_output(call, tools, plan.context))
     try:
@@ -146,6 +149,16 @@ async def _run(plan: PlannedCall, tools: dict[str, Tool], items: TurnItems, hook
             # the tool's first step (a command's fork and exec) runs before the commit is asked for:
             # beside a commit, a process spawn took ~6 ms instead of ~0.3 (traced)
             await asyncio.sleep(0)
+            if not hooks.runner.matching("postToolUse", call.name):
+                await _first_of(running, items)
+        if running is None or running.done():
+            result = items.new(ItemType.TOOL_RESULT, tool_result=ToolResult(call_id=call.call_id, name=call.name))
+            result.content = [Content(type="text", text="")]
+            started = copy.deepcopy(result)
+            refused = ToolOutput(text=plan.refusal or "", is_error=True)
+            _fill(result, plan, refused if running is None else running.result())
+            await items.add_later(result, started)
+            return False
         await items.settle()
     except BaseException:
         await _stop(running)
@@ -156,30 +169,44 @@ async def _run(plan: PlannedCall, tools: dict[str, Tool], items: TurnItems, hook
         content=[Content(type="text", text="")],
     )
     item = items.streaming[index]
-    assert item.tool_result is not None
-    after = HookOutcome()
     try:
-        if running is None:
-            output = ToolOutput(text=plan.refusal or "", is_error=True)
-        else:
-            output = await running
-            tool_input = _arguments(call.arguments) or {}
-            payload = {"tool_name": call.name, "tool_input": tool_input, "tool_response": output.text}
-            after = await hooks.fire("postToolUse", payload, call.name)
-            feedback = [after.reason] if after.blocked and after.reason else []
-            if plan.said or feedback or after.additional_context:
-                text = "\n\n".join([*plan.said, output.text, *feedback, *after.additional_context])
-                output = ToolOutput(text=text, is_error=output.is_error)
+        output = await running
+        tool_input = _arguments(call.arguments) or {}
+        payload = {"tool_name": call.name, "tool_input": tool_input, "tool_response": output.text}
+        after = await hooks.fire("postToolUse", payload, call.name)
+        feedback = [after.reason] if after.blocked and after.reason else []
+        text = "\n\n".join([output.text, *feedback, *after.additional_context])
+        output = ToolOutput(text=text, is_error=output.is_error)
     except asyncio.CancelledError:
         await _stop(running)
-        item.content = [Content(type="text", text=INTERRUPTED_TOOL_TEXT)]
-        item.tool_result.is_error = True
+        _fill(item, plan, ToolOutput(text=INTERRUPTED_TOOL_TEXT, is_error=True), notes=False)
         raise
-    item.content = [Content(type="text", text=output.text)]
-    item.tool_result.is_error = output.is_error
+    _fill(item, plan, output)
     # the next model request goes out while the result commits; its answer waits for the commit
     await items.complete_many([index], ItemStatus.COMPLETED, later=True)
     return after.stop
+
+
+async def _first_of(running: asyncio.Future[ToolOutput], items: TurnItems) -> None:
+    """Until the tool ends or what the turn committed before it is reported, whichever comes first."""
+    settling = asyncio.ensure_future(items.settle())
+    either: list[asyncio.Future[Any]] = [running, settling]
+    try:
+        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if not settling.done():
+            settling.cancel()  # its commits go on; the next settle reports them
+            await asyncio.gather(settling, return_exceptions=True)
+    if settling.done() and not settling.cancelled():
+        settling.result()  # a commit that failed fails the turn, as `settle` would have
+
+
+def _fill(item: Item, plan: PlannedCall, output: ToolOutput, *, notes: bool = True) -> None:
+    """A result item's text: the output, after the notes for the model (`plan.said`)."""
+    assert item.tool_result is not None
+    said = plan.said if notes else []
+    item.content = [Content(type="text", text="\n\n".join([*said, output.text]))]
+    item.tool_result.is_error = output.is_error
 
 
 async def _stop(running: asyncio.Future[ToolOutput] | None) -> None:

@@ -4,10 +4,12 @@ a provider failure fails the turn."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
-from fake_provider import ChatStream, FakeProviderServer, error_response, insufficient_quota
+import pytest
+from fake_provider import ChatStream, FakeProviderServer, RecordedRequest, error_response, insufficient_quota
 from harness import Harness
 from turn_helpers import API_KEY, USAGE, Session, text_of
 
@@ -107,7 +109,9 @@ async def test_the_input_shows_saved_before_the_model_answers(agent: Harness, pr
     assert saved["item"]["id"] == item_id and saved["item"]["status"] == "completed"
     kinds = [e["type"] for e in session.events()]
     assert kinds.index("turnStarted") < kinds.index("pendingInputRemoved") < kinds.index("itemCompleted")
-    assert "itemStarted" not in kinds and len(provider.requests_for("openai-chat")) == 1
+    assert "itemStarted" not in kinds
+    # the request went out beside the commit: it may reach the model after the commit ended
+    assert len(await requests_made(provider, 1)) == 1
     await agent.call("interruptTurn", {"conversationId": session.id})
     assert (await session.turn_completed())["status"] == "interrupted"
     assert [text_of(item) for item in await session.items()] == ["hello"]
@@ -142,3 +146,61 @@ async def test_a_new_session_names_its_context_window(agent: Harness) -> None:
     conversation = await agent.call("createConversation")
     watched = await agent.call("subscribeConversation", {"conversationId": conversation["id"]})
     assert watched["sessions"][0]["context"] == {"source": "unknown", "tokens": 0, "window": 8000}
+
+
+async def test_a_quick_tool_s_result_goes_to_the_model_before_the_call_is_committed(
+    agent: Harness, provider: FakeProviderServer, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The next request does not wait for the call's commit; the events still come in order, each
+    reporting only what is committed: the call saved, then its result started and saved."""
+    (workspace / "hello.txt").write_text("hello from the workspace\n")
+    provider.enqueue(
+        "openai-chat",
+        ChatStream().tool_call("call_1", "read_file", ['{"path": "hello.txt"}']).finish(usage=USAGE).response(),
+        ChatStream().text("Read it.").finish(usage=USAGE).response(),
+    )
+    storage = agent.runtime.storage
+    commit, gate = storage.flush, asyncio.Event()
+    commits = 0
+
+    async def held_commit() -> None:
+        nonlocal commits
+        commits += 1
+        if commits > 1:  # the turn's start commits; what comes after waits for the gate
+            await gate.wait()
+        await commit()
+
+    monkeypatch.setattr(storage, "flush", held_commit)
+    session = await Session.open(agent)
+    await session.submit("read hello.txt")
+    second = (await requests_made(provider, 2))[1].json["messages"]
+    assert second[-1]["role"] == "tool" and "hello from the workspace" in second[-1]["content"]
+    saved = [e["item"]["type"] for e in session.events() if e["type"] == "itemCompleted"]
+    assert saved == ["userMessage"]  # the call and its result are not committed: not reported saved
+    gate.set()
+    assert (await session.turn_completed())["status"] == "completed"
+    reported = [
+        (e["type"], e["item"]["type"])
+        for e in session.events()
+        if e["type"] in ("itemStarted", "itemCompleted") and e["item"]["type"] in ("toolCall", "toolResult")
+    ]
+    assert reported == [
+        ("itemStarted", "toolCall"),
+        ("itemCompleted", "toolCall"),
+        ("itemStarted", "toolResult"),
+        ("itemCompleted", "toolResult"),
+    ]
+    started = next(e for e in session.events() if e["type"] == "itemStarted" and e["item"]["type"] == "toolResult")
+    assert started["item"]["status"] == "streaming" and text_of(started["item"]) == ""  # as a slow tool's
+    items = await session.items()
+    assert [item["type"] for item in items] == ["userMessage", "toolCall", "toolResult", "assistantMessage"]
+    assert "hello from the workspace" in text_of(items[2])
+
+
+async def requests_made(provider: FakeProviderServer, count: int) -> list[RecordedRequest]:
+    """The model's requests once there are `count` (or after 5 s, however many there are)."""
+    for _ in range(500):
+        if len(provider.requests_for("openai-chat")) >= count:
+            break
+        await asyncio.sleep(0.01)
+    return provider.requests_for("openai-chat")
