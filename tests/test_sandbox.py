@@ -292,3 +292,15 @@ async def test_idle_warm_sandboxes_end_and_make_room_for_another_kind(places: tu
         await until(lambda: not _spawners())  # idle past idle_seconds: ended
     finally:
         await sandboxes.close()
+
+
+async def test_commands_back_to_back_share_one_warm_sandbox(
+    places: tuple[Path, Path], sandboxes: WarmSandboxes
+) -> None:
+    """Each waits for the clean after the one before (done while the caller went on)."""
+    workspace, _ = places
+    context = warm_context(workspace, sandboxes)
+    await warm_up(context)
+    parents = [await shell(context, "echo $PPID") for _ in range(5)]
+    assert len(set(parents)) == 1 and not parents[0].startswith("1\n")
+    assert len(_spawners()) == 1

@@ -6,7 +6,8 @@ between a model's tool call and its next request; a warm one costs a fork and an
 What a command finds is what a sandbox of its own would give it: the same mounts and namespaces
 (a warm sandbox serves one set of `sandbox.mounts` only), an empty /tmp and /dev/shm, and no process
 left by the command before it, since after each command every other process of the sandbox is killed
-and its tmpfs emptied. One command at a time runs in a warm sandbox.
+and its tmpfs emptied (while the caller goes on; the next command waits for it). One command at a
+time runs in a warm sandbox.
 
 The first command of a kind runs in a sandbox of its own while a warm one starts for the next; so
 does any command when none is free, and every command if a warm sandbox cannot start here. Idle warm
@@ -183,6 +184,7 @@ class WarmSandboxes:
         self._starting: set[Key] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._starts: set[asyncio.Task[None]] = set()  # of them, those that start a sandbox
+        self._cleaning: dict[Key, set[asyncio.Task[None]]] = {}  # and those that clean one, by kind
         self.unusable: str | None = None  # why no warm sandbox can start here, once one failed to
         self.closed = False
 
@@ -192,7 +194,7 @@ class WarmSandboxes:
     ) -> AsyncIterator[Started]:
         """`process.Launch` in the sandbox `policy` asks for: a warm one if one is free."""
         key = tuple(sandbox.mounts(policy, cwd))
-        warm = self._take(key)
+        warm = await self._next(key)
         process: RemoteProcess | None = None
         if warm is not None:
             try:
@@ -213,15 +215,35 @@ class WarmSandboxes:
             return
         try:
             yield process
-            await warm.clean()
-        except SandboxLost:  # gone, and whatever ran in it with it
-            self._forget(warm)
-            return
         except BaseException:
             warm.discard()  # whatever it holds ends with it
             self._forget(warm)
             raise
-        self._give_back(warm)
+        # cleaned while the caller goes on (what the command left dies as it would with a sandbox of
+        # its own, which ends beside the caller too); the next command of its kind waits for it
+        cleaning = self._spawn(self._clean(warm))
+        self._cleaning.setdefault(key, set()).add(cleaning)
+        cleaning.add_done_callback(self._cleaning[key].discard)
+
+    async def _clean(self, warm: WarmSandbox) -> None:
+        try:
+            await warm.clean()
+        except SandboxLost:  # gone, and whatever ran in it with it
+            self._forget(warm)
+        except BaseException:
+            warm.discard()
+            self._forget(warm)
+            raise
+        else:
+            self._give_back(warm)
+
+    async def _next(self, key: Key) -> WarmSandbox | None:
+        """An idle warm sandbox of this kind, or one being cleaned once it is."""
+        warm = self._take(key)
+        while warm is None and self._cleaning.get(key):
+            await asyncio.wait(self._cleaning[key], return_when=asyncio.FIRST_COMPLETED)
+            warm = self._take(key)
+        return warm
 
     def _take(self, key: Key) -> WarmSandbox | None:
         idle = self._idle.get(key)
