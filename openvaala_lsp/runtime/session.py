@@ -212,6 +212,10 @@ class SessionRunner:
         """Stops the running turn now; it ends `interrupted`, keeping what streamed so far."""
         if self.active is None or self.active.task is None:
             raise InvalidState("no turn is running")
+        if self.active.interrupting:
+            # once is enough: a second cancel (interruptTurn stops every session of the conversation,
+            # then the parent stops its sub-agent's) could land in the turn's end and cut its saving
+            return self.active.turn.id
         self.active.interrupting = True
         if self.active.committed:
             self.active.task.cancel()
@@ -350,7 +354,9 @@ class SessionRunner:
     async def stop(self) -> None:
         """Runtime shutdown: the running turn ends interrupted and is saved."""
         if self.active is not None and self.active.task is not None:
-            self.active.interrupting = True
-            self.active.task.cancel()
+            task = self.active.task
+            if not self.active.interrupting:  # else it is ending already (see `interrupt`)
+                self.active.interrupting = True
+                task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self.active.task
+                await task

@@ -378,3 +378,31 @@ async def test_a_sub_agents_approval_reaches_the_editor_watching_its_parent(
     resolved = await session.wait_event(lambda e: e["type"] == "approvalResolved")
     assert resolved["sessionId"] == asked["sessionId"] and resolved["decision"] == "allowOnce"
     assert (workspace / "from-helper.txt").exists()
+
+
+async def test_interrupting_the_parent_withdraws_its_sub_agents_question(
+    asker: Harness, provider: FakeProviderServer, workspace: Path
+) -> None:
+    """interruptTurn stops the sub-agent's turn and the parent's; the parent, stopped, stops its
+    sub-agent again: that second interrupt must not cut the sub-agent's turn short as it ends
+    (the parent would wait for it forever)."""
+    agents = [
+        {"name": "lead", "subAgents": ["helper"], "permissions": {"default": "allow"}},
+        {"name": "helper", "permissions": {"default": "allow", "tools": {"shell": "ask"}}},
+    ]
+    await asker.call("setDefinitions", definitions(provider) | {"agents": agents})
+    task = json.dumps({"agent": "helper", "task": "one more"})
+    provider.enqueue(
+        "openai-chat",
+        ChatStream().tool_call("c1", "subagent", [task]).finish().response(),
+        shell_call("touch interrupted-helper", "c2"),
+    )
+    conversation = await asker.call("createConversation", {"agentName": "lead"})
+    session = await Session.open(asker, conversation["id"])
+    await session.submit("one more")
+    await requested(session)
+    await asker.call("interruptTurn", {"conversationId": session.id})
+    assert (await session.turn_completed())["status"] == "interrupted"
+    resolved = await session.wait_event(lambda e: e["type"] == "approvalResolved")
+    assert resolved["decision"] == "deny"
+    assert not (workspace / "interrupted-helper").exists()
