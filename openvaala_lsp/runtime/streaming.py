@@ -66,9 +66,10 @@ class TurnItems:
 
     async def add_later(self, item: Item, started: Item) -> None:
         """An item made whole while what came before it is still committing (a quick tool's result):
-        it joins the history at once and the log with the next commit, and is reported once that is
-        done, started (as `started`) and saved in one step, as `start` and `complete_many` would
-        have reported it, so the turn goes on without waiting for the commits ahead."""
+        it joins the history at once and the log with the next commit (asked for by `commit` or
+        `settle`), and is reported once that is done, started (as `started`) and saved in one step,
+        as `start` and `complete_many` would have reported it, so the turn goes on without waiting
+        for the commits ahead."""
         index = self.next_index
         self.next_index += 1
         item.status = ItemStatus.COMPLETED
@@ -79,7 +80,7 @@ class TurnItems:
             self.publish(events.ItemStarted(item_index=index, item=started))
             self.saved(ordinal, item, remembered=True)
 
-        self.defer(report)
+        self.defer(report, now=False)
 
     def start_text(self, kind: ItemType) -> int:
         return self.start(kind, content=[Content(type="text", text="")])
@@ -132,6 +133,14 @@ class TurnItems:
         committing = asyncio.ensure_future(self.storage.flush()) if now else None
         self.deferred.append((committing, report))
         return committing
+
+    def commit(self) -> None:
+        """Asks for the commit of what waits for one (deferred without `now`): one commit for all."""
+        waiting = [i for i, (committing, _) in enumerate(self.deferred) if committing is None]
+        if waiting:
+            committing = asyncio.ensure_future(self.storage.flush())
+            for i in waiting:
+                self.deferred[i] = (committing, self.deferred[i][1])
 
     def report_when_committed(self) -> None:
         """The report deferred last runs as soon as its commit ends (if it is the oldest), not at the

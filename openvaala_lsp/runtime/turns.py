@@ -350,6 +350,10 @@ async def _call_model(owner: TurnOwner, active: ActiveTurn, stream: AsyncIterato
     completed: provider_events.Completed | None = None
     loop = asyncio.get_running_loop()
     yielded = -math.inf
+    # what the turn has not committed yet (a quick tool's call and result) goes at this task's first
+    # suspension: on a kept-alive connection, once the request is written (so the commit does not
+    # slow the request down); its answer waits for it (`settle` at the first event)
+    loop.call_soon(items.commit)
     try:
         async for event in stream:
             if record.first_token_ms is None:
