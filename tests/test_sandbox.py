@@ -130,6 +130,14 @@ async def sandboxes() -> AsyncIterator[WarmSandboxes]:
     await sandboxes.close()
 
 
+@pytest.fixture
+async def context(places: tuple[Path, Path], sandboxes: WarmSandboxes) -> ToolContext:
+    """A workspace's shell whose commands run in a warm sandbox from now on."""
+    ready = warm_context(places[0], sandboxes)
+    await warm_up(ready)
+    return ready
+
+
 def warm_context(workspace: Path, sandboxes: WarmSandboxes) -> ToolContext:
     return ToolContext(
         directory=str(workspace),
@@ -145,12 +153,8 @@ async def shell(context: ToolContext, command: str, **arguments: object) -> str:
     return output.text
 
 
-async def test_a_warm_sandbox_leaves_the_next_command_nothing(
-    places: tuple[Path, Path], sandboxes: WarmSandboxes
-) -> None:
-    workspace, _ = places
-    context = warm_context(workspace, sandboxes)
-    await warm_up(context)
+async def test_a_warm_sandbox_leaves_the_next_command_nothing(context: ToolContext) -> None:
+    workspace = Path(context.directory)
     left = (
         "echo kept > kept.txt; echo x > /tmp/scratch; mkdir -p /tmp/d/e; echo y > /dev/shm/s; echo z > /dev/made;"
         " sleep 300 >/dev/null 2>&1 & setsid sleep 301 >/dev/null 2>&1 & echo started"
@@ -166,12 +170,7 @@ async def test_a_warm_sandbox_leaves_the_next_command_nothing(
     assert (workspace / "kept.txt").read_text() == "kept\n"
 
 
-async def test_exit_codes_signals_and_timeouts_in_a_warm_sandbox(
-    places: tuple[Path, Path], sandboxes: WarmSandboxes
-) -> None:
-    workspace, _ = places
-    context = warm_context(workspace, sandboxes)
-    await warm_up(context)
+async def test_exit_codes_signals_and_timeouts_in_a_warm_sandbox(context: ToolContext) -> None:
     assert (await shell(context, "echo out; echo err >&2; exit 3")) == "out\nerr\n[exit code 3]"
     assert (await shell(context, "kill -TERM $$")).endswith("[killed by SIGTERM]")
     timed_out = await shell(context, "sleep 30 & sleep 31", timeout_ms=300)
@@ -180,12 +179,7 @@ async def test_exit_codes_signals_and_timeouts_in_a_warm_sandbox(
     assert not again.startswith("1\n") and again.endswith("0\n[exit code 1]")
 
 
-async def test_an_interrupted_command_ends_with_its_warm_sandbox(
-    places: tuple[Path, Path], sandboxes: WarmSandboxes
-) -> None:
-    workspace, _ = places
-    context = warm_context(workspace, sandboxes)
-    await warm_up(context)
+async def test_an_interrupted_command_ends_with_its_warm_sandbox(context: ToolContext) -> None:
     marker = f"sleep 987.{os.getpid()}"  # a command line of its own, to look for
     running = asyncio.ensure_future(shell(context, marker))
     for _ in range(100):
@@ -199,12 +193,7 @@ async def test_an_interrupted_command_ends_with_its_warm_sandbox(
     assert "ok" in await shell(context, "echo ok")
 
 
-async def test_a_command_that_kills_the_spawner_ends_killed(
-    places: tuple[Path, Path], sandboxes: WarmSandboxes
-) -> None:
-    workspace, _ = places
-    context = warm_context(workspace, sandboxes)
-    await warm_up(context)
+async def test_a_command_that_kills_the_spawner_ends_killed(context: ToolContext) -> None:
     # at once: the spawner may die before it says the command runs, which must not start it again
     killed = await shell(context, "kill -KILL $PPID; sleep 5")
     assert killed.endswith("[killed by SIGKILL]"), killed
@@ -213,11 +202,9 @@ async def test_a_command_that_kills_the_spawner_ends_killed(
 
 
 async def test_a_command_that_cannot_start_leaves_the_warm_sandbox_usable(
-    places: tuple[Path, Path], sandboxes: WarmSandboxes
+    context: ToolContext, sandboxes: WarmSandboxes
 ) -> None:
-    workspace, _ = places
-    context = warm_context(workspace, sandboxes)
-    await warm_up(context)
+    workspace = Path(context.directory)
     assert context.sandbox is not None
     read_fd, write_fd = os.pipe()
     try:
@@ -294,13 +281,8 @@ async def test_idle_warm_sandboxes_end_and_make_room_for_another_kind(places: tu
         await sandboxes.close()
 
 
-async def test_commands_back_to_back_share_one_warm_sandbox(
-    places: tuple[Path, Path], sandboxes: WarmSandboxes
-) -> None:
+async def test_commands_back_to_back_share_one_warm_sandbox(context: ToolContext) -> None:
     """Each waits for the clean after the one before (done while the caller went on)."""
-    workspace, _ = places
-    context = warm_context(workspace, sandboxes)
-    await warm_up(context)
     parents = [await shell(context, "echo $PPID") for _ in range(5)]
     assert len(set(parents)) == 1 and not parents[0].startswith("1\n")
     assert len(_spawners()) == 1

@@ -150,7 +150,8 @@ def clean(made: frozenset[str]) -> None:
 
 
 def _running() -> list[int]:
-    """The processes of the sandbox that have not ended (zombies wait for init to reap them)."""
+    """The processes of the sandbox that have not ended (zombies wait for init to reap them). Read
+    as `process._group_has_live_members` reads /proc: this file cannot import the package."""
     found = []
     for name in os.listdir("/proc"):
         if not name.isdigit():

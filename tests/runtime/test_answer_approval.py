@@ -348,22 +348,13 @@ async def test_a_sub_agents_approval_reaches_the_editor_watching_its_parent(
 ) -> None:
     """A sub-agent asks within milliseconds of starting, before any editor could subscribe to its
     session: the question goes to the subscribers of the sessions above it, and is answered there."""
-    agents = [
-        {"name": "lead", "subAgents": ["helper"], "permissions": {"default": "allow"}},
-        {"name": "helper", "permissions": {"default": "allow", "tools": {"shell": "ask"}}},
-    ]
-    await asker.call("setDefinitions", definitions(provider) | {"agents": agents})
-    task = json.dumps({"agent": "helper", "task": "make the file"})
-    provider.enqueue(
-        "openai-chat",
-        ChatStream().tool_call("c1", "subagent", [task]).finish().response(),
-        shell_call("touch from-helper.txt", "c2"),
+    session = await delegate(
+        asker,
+        provider,
+        "touch from-helper.txt",
         ChatStream().text("made it").finish().response(),
         done(),
     )
-    conversation = await asker.call("createConversation", {"agentName": "lead"})
-    session = await Session.open(asker, conversation["id"])
-    await session.submit("delegate")
     asked = await requested(session)
     assert asked["sessionId"] != session.session_id and asked["approval"]["command"] == "touch from-helper.txt"
     # an editor arriving now finds the question in the parent session's snapshot
@@ -386,23 +377,31 @@ async def test_interrupting_the_parent_withdraws_its_sub_agents_question(
     """interruptTurn stops the sub-agent's turn and the parent's; the parent, stopped, stops its
     sub-agent again: that second interrupt must not cut the sub-agent's turn short as it ends
     (the parent would wait for it forever)."""
-    agents = [
-        {"name": "lead", "subAgents": ["helper"], "permissions": {"default": "allow"}},
-        {"name": "helper", "permissions": {"default": "allow", "tools": {"shell": "ask"}}},
-    ]
-    await asker.call("setDefinitions", definitions(provider) | {"agents": agents})
-    task = json.dumps({"agent": "helper", "task": "one more"})
-    provider.enqueue(
-        "openai-chat",
-        ChatStream().tool_call("c1", "subagent", [task]).finish().response(),
-        shell_call("touch interrupted-helper", "c2"),
-    )
-    conversation = await asker.call("createConversation", {"agentName": "lead"})
-    session = await Session.open(asker, conversation["id"])
-    await session.submit("one more")
+    session = await delegate(asker, provider, "touch interrupted-helper")
     await requested(session)
     await asker.call("interruptTurn", {"conversationId": session.id})
     assert (await session.turn_completed())["status"] == "interrupted"
     resolved = await session.wait_event(lambda e: e["type"] == "approvalResolved")
     assert resolved["decision"] == "deny"
     assert not (workspace / "interrupted-helper").exists()
+
+
+async def delegate(asker: Harness, provider: FakeProviderServer, command: str, *after: str) -> Session:
+    """A lead agent's session whose turn gives a helper a task; the helper's shell calls ask, and
+    its model makes this call first (`after`: the model's answers that follow)."""
+    agents = [
+        {"name": "lead", "subAgents": ["helper"], "permissions": {"default": "allow"}},
+        {"name": "helper", "permissions": {"default": "allow", "tools": {"shell": "ask"}}},
+    ]
+    await asker.call("setDefinitions", definitions(provider) | {"agents": agents})
+    task = json.dumps({"agent": "helper", "task": "do it"})
+    provider.enqueue(
+        "openai-chat",
+        ChatStream().tool_call("c1", "subagent", [task]).finish().response(),
+        shell_call(command, "c2"),
+        *after,
+    )
+    conversation = await asker.call("createConversation", {"agentName": "lead"})
+    session = await Session.open(asker, conversation["id"])
+    await session.submit("delegate")
+    return session
