@@ -14,8 +14,7 @@ from openvaala_lsp.model import AlwaysAllowed, Session, SessionRuntimeInfo
 from openvaala_lsp.providers.base import Provider
 from openvaala_lsp.runtime.definitions_source import FolderKey
 from openvaala_lsp.storage.interfaces import Storage
-from openvaala_lsp.tools.base import Tool, ToolContext
-from openvaala_lsp.tools.warm_sandbox import WarmSandboxes
+from openvaala_lsp.tools.base import Sandboxes, Tool, ToolContext
 
 T = TypeVar("T")
 
@@ -27,7 +26,7 @@ class ConversationHost(Protocol):
     def storage(self) -> Storage: ...
 
     @property
-    def sandboxes(self) -> WarmSandboxes:
+    def sandboxes(self) -> Sandboxes:
         """Where sandboxed commands start."""
 
     def definitions_for(self, folders: FolderKey) -> Definitions: ...

@@ -158,10 +158,9 @@ class TurnItems:
     async def settle(self) -> None:
         """Waits for the commits under way and reports them, in order."""
         while self.deferred:
+            self.commit()  # what waits for a commit gets one (reports deferred meanwhile included)
             committing, report = self.deferred[0]
-            if committing is None:
-                committing = asyncio.ensure_future(self.storage.flush())
-                self.deferred[0] = (committing, report)
+            assert committing is not None
             await asyncio.shield(committing)  # the commit goes on (and is reported) even if the turn stops
             self._report(report)
 

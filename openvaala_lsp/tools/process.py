@@ -25,6 +25,7 @@ from typing import Protocol
 
 import attrs
 
+from openvaala_lsp.tools.sandbox_spawner import live_processes
 from openvaala_lsp.tools.truncate import HeadTailBuffer
 
 TERM_GRACE = 2.0
@@ -71,23 +72,7 @@ def _group_has_live_members(pgid: int) -> bool:
     """Whether a process of group `pgid` is still running (zombies awaiting their reaper do not
     count). Linux only: elsewhere, without /proc, this says False and the caller relies on the
     leader's exit and the pipe closing instead."""
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return False
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as stat:
-                data = stat.read()
-        except OSError:
-            continue  # exited meanwhile
-        # After "pid (comm) ": state, ppid, pgrp. comm may contain spaces and parentheses.
-        fields = data[data.rfind(b")") + 2 :].split()
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            return True
-    return False
+    return any(group == pgid for _, group in live_processes())
 
 
 async def _group_gone(pgid: int) -> None:

@@ -18,7 +18,6 @@ it is, then ends the sandbox and whatever still runs in it.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import json
 import os
@@ -27,6 +26,7 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Iterator
 
 PR_SET_DUMPABLE = 4
 EMPTIED = ("/tmp", "/dev/shm")  # the sandbox's own tmpfs folders, fresh for every command
@@ -35,6 +35,8 @@ KILL_WAIT = 2.0  # seconds for killed processes to be gone
 
 
 def main() -> None:
+    import ctypes  # here: process.py imports this file, and needs none of this
+
     # not dumpable: a command (same user, same namespace) can neither ptrace this process nor open
     # its fds through /proc
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
@@ -132,7 +134,7 @@ def clean(made: frozenset[str]) -> None:
     me = os.getpid()
     deadline = time.monotonic() + KILL_WAIT
     while time.monotonic() < deadline:
-        others = [pid for pid in _running() if pid not in (1, me)]
+        others = [pid for pid, _ in live_processes() if pid not in (1, me)]
         if not others:
             break
         for pid in others:
@@ -149,21 +151,26 @@ def clean(made: frozenset[str]) -> None:
         _empty(folder, device, kept)
 
 
-def _running() -> list[int]:
-    """The processes of the sandbox that have not ended (zombies wait for init to reap them). Read
-    as `process._group_has_live_members` reads /proc: this file cannot import the package."""
-    found = []
-    for name in os.listdir("/proc"):
+def live_processes() -> Iterator[tuple[int, int]]:
+    """(pid, process group) of each process /proc shows that has not ended (zombies waiting for their
+    reaper do not count); none where /proc cannot be read. Standard library only, as this whole file
+    is, so `process.py` reads /proc through it too."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return
+    for name in names:
         if not name.isdigit():
             continue
         try:
             with open(f"/proc/{name}/stat", "rb") as stat:
                 data = stat.read()
         except OSError:
-            continue
-        if data[data.rfind(b")") + 2 :][:1] not in (b"Z", b"X"):
-            found.append(int(name))
-    return found
+            continue  # exited meanwhile
+        # After "pid (comm) ": state, ppid, pgrp. comm may contain spaces and parentheses.
+        fields = data[data.rfind(b")") + 2 :].split()
+        if len(fields) > 2 and fields[0] not in (b"Z", b"X"):
+            yield int(name), int(fields[2])
 
 
 def _empty(folder: str, device: int, kept: frozenset[str] = frozenset()) -> None:

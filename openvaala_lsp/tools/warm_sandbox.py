@@ -181,9 +181,8 @@ class WarmSandboxes:
         self.limit = limit
         self._idle: dict[Key, list[WarmSandbox]] = {}
         self._all: set[WarmSandbox] = set()
-        self._starting: set[Key] = set()
         self._tasks: set[asyncio.Task[None]] = set()
-        self._starts: set[asyncio.Task[None]] = set()  # of them, those that start a sandbox
+        self._starts: dict[Key, asyncio.Task[None]] = {}  # of them, those starting a sandbox, by kind
         self._cleaning: dict[Key, set[asyncio.Task[None]]] = {}  # and those that clean one, by kind
         self.unusable: str | None = None  # why no warm sandbox can start here, once one failed to
         self.closed = False
@@ -210,7 +209,7 @@ class WarmSandboxes:
                 raise
         if process is None or warm is None:
             self._warm_up(key)
-            async with start_process([*key, "--chdir", cwd, "--", *argv], cwd=cwd, env=env, output=output) as own:
+            async with start_process(sandbox.wrap(list(argv), policy, cwd), cwd=cwd, env=env, output=output) as own:
                 yield own
             return
         try:
@@ -278,7 +277,7 @@ class WarmSandboxes:
             self._spawn(_reap(warm.process))
 
     def _warm_up(self, key: Key) -> None:
-        if self.closed or self.unusable or key in self._starting:
+        if self.closed or self.unusable or key in self._starts:
             return
         if len(self._all) >= self.limit:
             # an idle one of another kind makes room (the one idle longest), else none starts
@@ -286,14 +285,13 @@ class WarmSandboxes:
             if not idle:
                 return
             self._expire(min(idle, key=lambda warm: warm.expiry.when() if warm.expiry else 0.0))
-        self._starting.add(key)
-        self._starts.add(self._spawn(self._start(key)))
+        starting = self._starts[key] = self._spawn(self._start(key))
+        starting.add_done_callback(lambda _: self._starts.pop(key, None))
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        task.add_done_callback(self._starts.discard)
         return task
 
     async def _start(self, key: Key) -> None:
@@ -303,15 +301,13 @@ class WarmSandboxes:
             self.unusable = str(exc)
             logger.warning("commands start a sandbox each: a warm sandbox could not start (%s)", exc)
             return
-        finally:
-            self._starting.discard(key)
         self._all.add(warm)
         self._give_back(warm)
 
     async def close(self) -> None:
         """Ends every warm sandbox (a command still running in one ends as killed)."""
         self.closed = True
-        for task in list(self._starts):
+        for task in list(self._starts.values()):
             task.cancel()
         for warm in list(self._all):
             warm.discard()
