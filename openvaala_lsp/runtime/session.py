@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import copy
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -141,6 +141,16 @@ class SessionRunner:
         for sub in list(self.subscribers):
             sub.publish(event)
 
+    def audience(self) -> Callable[[Any], None]:
+        """Publishes, whenever called, to the subscribers there are now (`TurnItems.publish`)."""
+        subscribers = list(self.subscribers)
+
+        def publish(event: Any) -> None:
+            for sub in subscribers:
+                sub.publish(event)
+
+        return publish
+
     def set_state(self, state: SessionState) -> None:
         self.state = state
         self.publish(events.StateChanged(state=state))
@@ -249,14 +259,14 @@ class SessionRunner:
             model=model.ref,
         )
         inputs = self.queue.claim() if claim else []
+        items = TurnItems(turn, self.host.storage, self.publish, self.audience, self.saved, self.remember)
         hooks = SessionHooks(
             self.host.hooks(definitions),
             self.session,
             cwd=self.host.directory(),
             environment=self.host.environment,
-            publish=self.publish,
+            publish=items.publish,  # what a hook says comes in order with the turn's events
         )
-        items = TurnItems(turn, self.host.storage, self.publish, self.saved, self.remember)
         active = ActiveTurn(turn=turn, definitions=definitions, model=model, items=items, hooks=hooks)
         self.active = active
         active.task = self.host.spawn(self._run(active, inputs, work), name=f"turn {turn.id}")

@@ -1,14 +1,18 @@
-"""The items a running turn produces: started, grown by deltas, then saved — each step published in
-the same step as the state change, so a subscriber's snapshot plus the events after it are exact.
+"""The items a running turn produces: started, grown by deltas, then saved.
 
 A save need not hold up the turn: `later=True` queues it and lets the turn go on (the item is in the
-history at once); what reports it waits in `deferred` until `settle`, which the turn calls before it
-publishes anything else, so events keep their order and report only what is committed."""
+history at once); what reports it waits in `deferred` until its commit ends. Events keep their order
+and report only what is committed: while a report waits, the turn's other events (`publish`) wait
+behind it, so the turn goes on (reads the model's answer, runs a quick tool) during a commit instead
+of stopping for it. A held event goes to the subscribers there were when its change was made: one
+subscribing later has the change in its snapshot already, so a snapshot plus the events after it
+stay exact."""
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +24,7 @@ from openvaala_lsp.protocol.api import StreamingItem
 from openvaala_lsp.storage.interfaces import Storage
 
 Publish = Callable[[Any], None]
+Audience = Callable[[], Publish]  # publishes to the subscribers there are now, whenever it is called
 Saved = Callable[..., None]  # (ordinal, item, remembered=): the item is in the log now
 Remember = Callable[[Item], None]  # the item is in the history the next request sends
 
@@ -28,14 +33,36 @@ Remember = Callable[[Item], None]  # the item is in the history the next request
 class TurnItems:
     turn: Turn
     storage: Storage
-    publish: Publish
+    publish_now: Publish
+    audience: Audience
     saved: Saved
     remember: Remember
     streaming: dict[int, Item] = attrs.Factory(dict)  # itemIndex -> item being produced
     next_index: int = 0
-    # commits under way (None: not asked for yet), each with what reports it once done, in order
+    # in order: commits under way (None: not asked for yet), each with what reports it once done, and
+    # events held behind them (with `_ready`: nothing to wait for)
     deferred: list[tuple[asyncio.Future[None] | None, Callable[[], None]]] = attrs.Factory(list)
     saving: set[int] = attrs.Factory(set)  # itemIndexes saved, not yet reported (still streaming)
+    _ready: asyncio.Future[None] | None = None
+
+    def publish(self, event: Any) -> None:
+        """Publishes the event now, or, while a report waits for its commit, right after it."""
+        if not self.deferred:
+            self.publish_now(event)
+            return
+        if self._ready is None:
+            self._ready = asyncio.get_running_loop().create_future()
+            self._ready.set_result(None)
+        self.deferred.append((self._ready, functools.partial(self.audience(), event)))
+
+    def check(self) -> None:
+        """Raises the error of a commit that failed: the turn does not go on unsaved."""
+        if self.deferred:
+            committing = self.deferred[0][0]
+            if committing is not None and committing.done() and not committing.cancelled():
+                error = committing.exception()
+                if error is not None:
+                    raise error
 
     def unsaved(self) -> list[int]:
         """The itemIndexes still being produced (not those already on their way to the log)."""
@@ -76,8 +103,8 @@ class TurnItems:
         ordinal = await self.storage.append_item(item)
         self.remember(item)
 
-        def report() -> None:
-            self.publish(events.ItemStarted(item_index=index, item=started))
+        def report() -> None:  # a report runs in its turn: it publishes at once
+            self.publish_now(events.ItemStarted(item_index=index, item=started))
             self.saved(ordinal, item, remembered=True)
 
         self.defer(report, now=False)
@@ -128,9 +155,9 @@ class TurnItems:
         return [item for _, item, _ in staged]
 
     def defer(self, report: Callable[[], None], *, now: bool = True) -> asyncio.Future[None] | None:
-        """Runs `report` once what is queued is committed (at `settle`); the commit, asked for now,
-        or, without `now`, by the next `settle`."""
-        committing = asyncio.ensure_future(self.storage.flush()) if now else None
+        """Runs `report` once what is queued is committed; the commit, asked for now, or, without
+        `now`, by the next `commit` or `settle`."""
+        committing = self._flush() if now else None
         self.deferred.append((committing, report))
         return committing
 
@@ -138,34 +165,31 @@ class TurnItems:
         """Asks for the commit of what waits for one (deferred without `now`): one commit for all."""
         waiting = [i for i, (committing, _) in enumerate(self.deferred) if committing is None]
         if waiting:
-            committing = asyncio.ensure_future(self.storage.flush())
+            committing = self._flush()
             for i in waiting:
                 self.deferred[i] = (committing, self.deferred[i][1])
 
-    def report_when_committed(self) -> None:
-        """The report deferred last runs as soon as its commit ends (if it is the oldest), not at the
-        next `settle`: a turn's inputs show saved while the model has not answered yet. A failed
-        commit is left to `settle`, which raises it."""
-        committing, report = self.deferred[-1]
-        assert committing is not None, "its commit is asked for"
-
-        def committed(done: asyncio.Future[None]) -> None:
-            if not done.cancelled() and done.exception() is None:
-                self._report(report)
-
-        committing.add_done_callback(committed)
+    def _flush(self) -> asyncio.Future[None]:
+        committing = asyncio.ensure_future(self.storage.flush())
+        committing.add_done_callback(lambda _: self._report())  # its reports run as soon as it ends
+        return committing
 
     async def settle(self) -> None:
-        """Waits for the commits under way and reports them, in order."""
+        """Waits for the commits under way and reports them, in order (and the events behind them)."""
         while self.deferred:
             self.commit()  # what waits for a commit gets one (reports deferred meanwhile included)
-            committing, report = self.deferred[0]
+            committing = self.deferred[0][0]
             assert committing is not None
             await asyncio.shield(committing)  # the commit goes on (and is reported) even if the turn stops
-            self._report(report)
+            self._report()
 
-    def _report(self, report: Callable[[], None]) -> None:
-        if self.deferred and self.deferred[0][1] is report:  # not reported yet (`report_when_committed`)
+    def _report(self) -> None:
+        """Runs the reports whose commits are done, and the events behind them, in order; stops at a
+        commit still under way or failed (`settle` and `check` raise its error)."""
+        while self.deferred:
+            committing, report = self.deferred[0]
+            if committing is None or not committing.done() or committing.cancelled() or committing.exception():
+                return
             self.deferred.pop(0)
             report()
 
@@ -173,5 +197,8 @@ class TurnItems:
         return await self.complete_many(self.unsaved(), status)
 
     async def append(self, item: Item) -> None:
-        """An item made whole at once (a hook's message) goes straight to the log."""
-        self.saved(await self.storage.append_item(item, durable=True), item)
+        """An item made whole at once (a hook's message) goes straight to the log, reported after
+        what came before it."""
+        ordinal = await self.storage.append_item(item, durable=True)
+        await self.settle()
+        self.saved(ordinal, item)

@@ -56,6 +56,9 @@ from openvaala_lsp.runtime.tool_calls import CallGate, run_tool_calls
 
 logger = logging.getLogger(__name__)
 
+# while the turn's last commit is under way, the answer is read this far (a tool call, a short
+# answer: the tool runs without waiting for the commit), then the turn waits for it
+READ_AHEAD_EVENTS = 32
 YIELD_SECONDS = 0.002  # the longest a model stream keeps the event loop to itself
 
 MAX_STOP_CONTINUATIONS = 3
@@ -220,8 +223,6 @@ async def record_inputs(
     active.inputs_in(committing)
     if wait:
         await active.items.settle()
-    else:
-        active.items.report_when_committed()
 
 
 async def _loop(owner: TurnOwner, active: ActiveTurn) -> None:
@@ -352,15 +353,15 @@ async def _call_model(owner: TurnOwner, active: ActiveTurn, stream: AsyncIterato
     yielded = -math.inf
     # what the turn has not committed yet (a quick tool's call and result) goes at this task's first
     # suspension: on a kept-alive connection, once the request is written (so the commit does not
-    # slow the request down); its answer waits for it (`settle` at the first event)
+    # slow the request down); the answer's first events are read meanwhile, held behind that
+    # commit's reports (and the turn's inputs', usually done by now): `TurnItems.publish`
     loop.call_soon(items.commit)
+    read_ahead = 0  # events read while that commit is under way
     try:
         async for event in stream:
             if record.first_token_ms is None:
                 record.first_token_ms = int((time.monotonic() - started) * 1000)
-                # the turn's inputs show saved before the answer (reported when their commit ends,
-                # `record_inputs`: usually done by now)
-                await active.items.settle()
+                items.check()
             if isinstance(event, provider_events.TextDelta):
                 if text_index is None:
                     text_index = items.start_text(ItemType.ASSISTANT_MESSAGE)
@@ -396,6 +397,13 @@ async def _call_model(owner: TurnOwner, active: ActiveTurn, stream: AsyncIterato
                     item.tool_call.arguments = event.call.arguments
             elif isinstance(event, provider_events.Completed):
                 completed = event
+            if items.deferred:
+                read_ahead += 1
+                if read_ahead >= READ_AHEAD_EVENTS:
+                    # a long answer waits for the commit its events wait for: reading on would starve
+                    # the storage's writer thread of the GIL (a 4 ms commit took ~280 ms beside a
+                    # busy event loop, measured)
+                    await items.settle()
             if loop.time() - yielded > YIELD_SECONDS:
                 # a stream read behind the model comes a socket buffer at a time without suspending:
                 # let the editor's notifications (and everyone else) out after the first event and
@@ -405,6 +413,7 @@ async def _call_model(owner: TurnOwner, active: ActiveTurn, stream: AsyncIterato
     except BaseException as exc:
         record.error = model_calls.failure(exc)
         record.latency_ms = int((time.monotonic() - started) * 1000)
+        await items.settle()  # a call that failed before any answer: the turn is announced first
         await _account(owner, active, record, completed.usage if completed is not None else None)
         await owner.host.storage.append_model_call(record)
         raise
@@ -420,16 +429,17 @@ async def _call_model(owner: TurnOwner, active: ActiveTurn, stream: AsyncIterato
 
 
 async def _account(owner: TurnOwner, active: ActiveTurn, record: ModelCall, reported: TokenUsage | None) -> None:
-    await active.items.settle()  # a call that failed before any answer: the turn is announced first
+    active.items.check()
     history = await owner.history()
     # a call that failed before any answer (an HTTP error, a refused connection) used no tokens
     answered = reported is not None or record.first_token_ms is not None
-    produced = active.items.streaming.values()
+    # this call's items (those of calls before it may still wait for their report: in the history)
+    produced = [active.items.streaming[index] for index in active.items.unsaved()]
     window = active.model.context_window
     owner.usage.record(record, reported, history, produced, window, sent=active.request_tokens, answered=answered)
     active.turn.usage = active.turn.usage + record.usage
-    owner.publish(events.UsageUpdated(usage=owner.usage.usage))
-    owner.publish(events.ContextUsageUpdated(context=owner.usage.context))
+    active.items.publish(events.UsageUpdated(usage=owner.usage.usage))
+    active.items.publish(events.ContextUsageUpdated(context=owner.usage.context))
 
 
 def _hook_message(turn: Turn, text: str) -> Item:

@@ -1,6 +1,6 @@
 """A whole turn in process: the model streams, calls tools in rounds, and the session's items,
 events, usage and context usage say exactly what happened; queued inputs run as the next turn;
-a provider failure fails the turn."""
+a provider failure fails the turn; the turn reads on (a little) while its commits are under way."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ import pytest
 from fake_provider import ChatStream, FakeProviderServer, RecordedRequest, error_response, insufficient_quota
 from harness import Harness
 from turn_helpers import API_KEY, USAGE, Session, text_of
+
+from openvaala_lsp.runtime import turns
 
 
 async def test_a_turn_with_two_tool_rounds(agent: Harness, provider: FakeProviderServer, workspace: Path) -> None:
@@ -195,6 +197,150 @@ async def test_a_quick_tool_s_result_goes_to_the_model_before_the_call_is_commit
     items = await session.items()
     assert [item["type"] for item in items] == ["userMessage", "toolCall", "toolResult", "assistantMessage"]
     assert "hello from the workspace" in text_of(items[2])
+
+
+async def test_the_answer_is_read_and_a_quick_tool_run_while_the_turn_s_start_commits(
+    agent: Harness, provider: FakeProviderServer, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The turn does not stop for its start's commit: the answer is read and its quick tool run
+    meanwhile, and nothing is reported until that commit ends; then everything, in order. A
+    subscriber that comes meanwhile has what was done in its snapshot and is not told it again."""
+    (workspace / "hello.txt").write_text("hello from the workspace\n")
+    provider.enqueue(
+        "openai-chat",
+        ChatStream()
+        .text("Let me ")
+        .text("look.")
+        .tool_call("call_1", "read_file", ['{"path": "hello.txt"}'])
+        .finish(usage=USAGE)
+        .response(),
+        ChatStream().text("Read ").text("it.").finish(usage=USAGE).response(),
+    )
+    session = await Session.open(agent)
+    storage = agent.runtime.storage
+    commit, gate = storage.flush, asyncio.Event()
+
+    async def held_commit() -> None:
+        await gate.wait()
+        await commit()
+
+    monkeypatch.setattr(storage, "flush", held_commit)
+    submitting = asyncio.ensure_future(session.submit("read hello.txt"))  # answered once committed
+    try:
+        requests = await requests_made(provider, 2)
+        assert len(requests) == 2, "the turn waited for its start's commit"
+        assert requests[1].json["messages"][-1]["role"] == "tool"
+        assert "hello from the workspace" in requests[1].json["messages"][-1]["content"]
+        assert [e["type"] for e in session.events()] == ["pendingInputAdded"]
+        late = await Session.open(agent, session.id)
+        snapshot = late.snapshot["streamingItems"]
+        assert [s["item"]["type"] for s in snapshot][:2] == ["assistantMessage", "toolCall"]
+        assert text_of(snapshot[0]["item"]) == "Let me look."
+    finally:
+        gate.set()
+    item_id = await submitting
+    assert (await session.turn_completed())["status"] == "completed"
+    await late.turn_completed()
+    kinds = [e["type"] for e in session.events()]
+    assert kinds[:6] == [
+        "pendingInputAdded",
+        "turnStarted",
+        "stateChanged",
+        "pendingInputRemoved",
+        "itemCompleted",
+        "itemStarted",
+    ]
+    assert session.events()[4]["item"]["id"] == item_id
+    assert session.events()[5]["item"]["type"] == "assistantMessage"
+    saved = [e["item"]["type"] for e in session.events() if e["type"] == "itemCompleted"]
+    assert saved == ["userMessage", "assistantMessage", "toolCall", "toolResult", "assistantMessage"]
+    # the late subscriber: its snapshot plus its events make each item exactly once
+    texts = {s["item"]["id"]: text_of(s["item"]) for s in late.snapshot["streamingItems"]}
+    for event in late.events():
+        if event["type"] == "itemStarted":
+            assert event["item"]["id"] not in texts, "told again what its snapshot has"
+            texts[event["item"]["id"]] = text_of(event["item"])
+        elif event["type"] == "itemDelta":
+            texts[event["itemId"]] += event["delta"]
+    items = await session.items()
+    assert [item["type"] for item in items] == [
+        "userMessage",
+        "assistantMessage",
+        "toolCall",
+        "toolResult",
+        "assistantMessage",
+    ]
+    for item in items[1:]:
+        if item["type"] == "assistantMessage":
+            assert texts[item["id"]] == text_of(item)
+    assert text_of(items[-1]) == "Read it."
+
+
+async def test_a_long_answer_waits_for_the_turn_s_start_commit_after_reading_a_little_ahead(
+    agent: Harness, provider: FakeProviderServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading a long answer on would starve the commit its events wait for (the storage's writer
+    thread needs the GIL): the turn reads a few events ahead, then waits."""
+    stream = ChatStream()
+    for n in range(200):
+        stream.text(f"{n} ")
+    provider.enqueue("openai-chat", stream.finish(usage=USAGE).response())
+    session = await Session.open(agent)
+    storage = agent.runtime.storage
+    commit, gate = storage.flush, asyncio.Event()
+
+    async def held_commit() -> None:
+        await gate.wait()
+        await commit()
+
+    monkeypatch.setattr(storage, "flush", held_commit)
+    submitting = asyncio.ensure_future(session.submit("count"))
+    try:
+        assert len(await requests_made(provider, 1)) == 1
+        await asyncio.sleep(0.3)  # time enough to read all 200 deltas, were they read on
+        late = await Session.open(agent, session.id)
+        [answer] = late.snapshot["streamingItems"]
+        read = text_of(answer["item"]).split()
+        assert 0 < len(read) <= turns.READ_AHEAD_EVENTS
+    finally:
+        gate.set()
+    await submitting
+    assert (await session.turn_completed())["status"] == "completed"
+    deltas = "".join(e["delta"] for e in late.events() if e["type"] == "itemDelta")
+    assert text_of(answer["item"]) + deltas == "".join(f"{n} " for n in range(200))
+    assert text_of((await session.items())[-1]) == "".join(f"{n} " for n in range(200))
+
+
+async def test_a_turn_whose_start_cannot_be_saved_fails_before_running_a_tool(
+    agent: Harness, provider: FakeProviderServer, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The turn reads on during its start's commit, but a commit that fails ends it: the tool the
+    model asked for is not run, and no second request is made."""
+    provider.enqueue(
+        "openai-chat",
+        ChatStream().tool_call("call_1", "shell", ['{"command": "touch ran"}']).finish(usage=USAGE).response(),
+        ChatStream().text("done").finish(usage=USAGE).response(),
+    )
+    session = await Session.open(agent)
+    storage = agent.runtime.storage
+    commit = storage.flush
+    failed = 0
+
+    async def failing_commit() -> None:
+        nonlocal failed
+        if not failed:
+            failed += 1
+            raise OSError("disk full")
+        await commit()
+
+    monkeypatch.setattr(storage, "flush", failing_commit)
+    with pytest.raises(Exception, match="internal error"):
+        await session.submit("touch a file")  # the input's commit failed: not acknowledged
+    turn = await session.turn_completed()
+    assert turn["status"] == "failed" and turn["error"]["kind"] == "internal"
+    assert "disk full" in turn["error"]["message"]
+    assert len(provider.requests_for("openai-chat")) == 1
+    assert not (workspace / "ran").exists()
 
 
 async def requests_made(provider: FakeProviderServer, count: int) -> list[RecordedRequest]:
