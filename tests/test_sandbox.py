@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import shutil
 import sys
@@ -18,6 +19,7 @@ from loopback import greeting_server
 
 from openvaala_lsp.tools import sandbox
 from openvaala_lsp.tools.base import SandboxPolicy, ToolContext
+from openvaala_lsp.tools.process import run_process_group
 from openvaala_lsp.tools.shell import ShellTool
 from openvaala_lsp.tools.warm_sandbox import WarmSandboxes
 
@@ -217,6 +219,36 @@ async def test_a_command_that_cannot_start_leaves_the_warm_sandbox_usable(
         os.close(read_fd)
         os.close(write_fd)
     assert not (await shell(context, "echo $PPID")).startswith("1\n")
+
+
+async def test_a_warm_sandbox_finds_a_program_in_the_command_s_own_path(
+    context: ToolContext, sandboxes: WarmSandboxes
+) -> None:
+    """The spawner looks a program up as execvpe would: in the PATH the command gets, not its own."""
+    workspace = Path(context.directory)
+    assert context.sandbox is not None
+    tools = workspace / "tools"
+    tools.mkdir()
+    (tools / "greet").write_text('#!/bin/sh\necho "hello from $0, parent $PPID"\nexit 4\n')
+    (tools / "greet").chmod(0o755)
+    launch = functools.partial(sandboxes.launch, context.sandbox)
+    env = {"PATH": f"{tools}:/usr/bin:/bin"}
+    ran = await run_process_group(
+        ["greet"], cwd=str(workspace), env=env, time_limit=30, read_limit=1 << 16, launch=launch
+    )
+    said = ran.output.render()
+    assert said.startswith(f"hello from {tools}/greet, parent ") and ran.exit_code == 4
+    assert not said.rstrip().endswith("parent 1")  # the warm sandbox's spawner started it
+    with pytest.raises(FileNotFoundError):
+        await run_process_group(
+            ["greet"],
+            cwd=str(workspace),
+            env={"PATH": "/usr/bin:/bin"},
+            time_limit=30,
+            read_limit=1 << 16,
+            launch=launch,
+        )
+    assert not (await shell(context, "echo $PPID")).startswith("1\n")  # still usable
 
 
 async def test_closing_ends_every_warm_sandbox(places: tuple[Path, Path]) -> None:

@@ -64,6 +64,8 @@ class PipeReader(asyncio.Protocol):
 def _signal_group(pgid: int, signum: int) -> None:
     # ProcessLookupError: the group is already empty. PermissionError: only possible if the pgid
     # was recycled by someone else's process, which must not be touched anyway.
+    if pgid <= 1:  # unknown (a warm sandbox that ended, and its command with it): never our own group
+        return
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signum)
 
@@ -72,7 +74,7 @@ def _group_has_live_members(pgid: int) -> bool:
     """Whether a process of group `pgid` is still running (zombies awaiting their reaper do not
     count). Linux only: elsewhere, without /proc, this says False and the caller relies on the
     leader's exit and the pipe closing instead."""
-    return any(group == pgid for _, group in live_processes())
+    return pgid > 1 and any(group == pgid for _, group in live_processes())
 
 
 async def _group_gone(pgid: int) -> None:

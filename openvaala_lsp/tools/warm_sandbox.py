@@ -1,7 +1,7 @@
 """Warm sandboxes: a bubblewrap sandbox kept running between commands, whose own process
 (`sandbox_spawner.py`) starts each command inside it. A new sandbox costs ~10 ms of namespaces and
 mounts (12 ms a command on this machine, against 1.6 for the bare shell), the largest part of the gap
-between a model's tool call and its next request; a warm one costs a fork and an exec.
+between a model's tool call and its next request; a warm one costs a spawn (~1 ms).
 
 What a command finds is what a sandbox of its own would give it: the same mounts and namespaces
 (a warm sandbox serves one set of `sandbox.mounts` only), an empty /tmp and /dev/shm, and no process
@@ -16,6 +16,7 @@ sandboxes end after `IDLE_SECONDS`; all end with the runtime (`close`), or with 
 
 from __future__ import annotations
 
+import array
 import asyncio
 import contextlib
 import errno
@@ -25,7 +26,6 @@ import logging
 import os
 import signal
 import socket
-import struct
 import sys
 from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
 from pathlib import Path
@@ -43,6 +43,8 @@ IDLE_SECONDS = 120.0  # an unused warm sandbox ends after this
 LIMIT = 4  # warm sandboxes at most, busy or idle
 START_SECONDS = 10.0  # for a warm sandbox to say it is ready
 REAP_SECONDS = 3.0  # for a discarded sandbox to end by itself (a spawner busy cleaning ends after)
+ANCILLARY_SPACE = socket.CMSG_SPACE(4)  # a pidfd
+NO_PID = 0  # a command whose pid is unknown: its sandbox ended, and the command with it
 REPLY_SECONDS = 5.0  # for any other answer (a clean waits up to 2 s for killed processes)
 SPAWNER = Path(__file__).with_name("sandbox_spawner.py")
 
@@ -85,11 +87,12 @@ class WarmSandbox:
     def _readable(self) -> None:
         while not self.lost:
             try:
-                data, ancillary, _, _ = self._channel.recvmsg(1 << 16, socket.CMSG_SPACE(12))
+                data, ancillary, _, _ = self._channel.recvmsg(1 << 16, ANCILLARY_SPACE)
             except BlockingIOError:
                 return
             except OSError:
                 data = b""
+            pid = _command_pid(ancillary)  # read at once: the command stays a zombie till the next message
             if not data:
                 self.discard()
                 return
@@ -97,11 +100,11 @@ class WarmSandbox:
             if "exit" in message and self._exited is not None and not self._exited.done():
                 self._exited.set_result(int(message["exit"]))
             else:
-                self._replies.put_nowait((message, _sender(ancillary)))
+                self._replies.put_nowait((message, pid))
 
     async def reply(self, seconds: float = REPLY_SECONDS) -> tuple[dict[str, Any], int]:
-        """The spawner's next message and the pid that sent it; SandboxLost if it ends first,
-        TimeoutError (the sandbox ended) if it says nothing in time."""
+        """The spawner's next message and the pid of the process it sent a pidfd of (0 if none);
+        SandboxLost if it ends first, TimeoutError (the sandbox ended) if it says nothing in time."""
         try:
             answer = await asyncio.wait_for(self._replies.get(), seconds)
         except TimeoutError:
@@ -120,24 +123,25 @@ class WarmSandbox:
 
     async def start(self, argv: Sequence[str], cwd: str, env: Mapping[str, str], output: int) -> RemoteProcess:
         """Starts a command; OSError if it cannot start (the sandbox stays usable), SandboxLost if the
-        sandbox ended before the command started (its child says so before its exec)."""
+        sandbox ended before the command could start (the spawner says when it may)."""
         self._exited = asyncio.get_running_loop().create_future()
         self.send({"argv": list(argv), "cwd": cwd, "env": dict(env)}, [output])
         try:
-            message, pid = await self.reply()
+            message, _ = await self.reply()
+            if "starting" in message:
+                message, pid = await self.reply()
         except TimeoutError:  # whether it started is unknown: it must not start again elsewhere
             raise OSError(errno.ETIMEDOUT, f"the warm sandbox did not answer in {REPLY_SECONDS:g} s") from None
-        if "started" in message and pid <= 0:  # no credentials: its group could not be signalled
-            self.discard()
-            raise SandboxLost("the command's pid is unknown")
+        except SandboxLost:
+            if "starting" not in message:
+                raise
+            # it may have run: never to start again; it ended with the sandbox (killed)
+            return RemoteProcess(pid=NO_PID, exited=self._exited)
         if "started" in message:
-            try:
-                verdict, _ = await self.reply()
-            except (SandboxLost, TimeoutError):  # it may have run: never to start again, it ended killed
-                return RemoteProcess(pid=pid, exited=self._exited)
-            if "exec" in verdict:
-                return RemoteProcess(pid=pid, exited=self._exited)
-            message = verdict
+            if pid <= 0:  # its group could not be signalled: it ends with the sandbox
+                self.discard()
+                return RemoteProcess(pid=NO_PID, exited=self._exited)
+            return RemoteProcess(pid=pid, exited=self._exited)
         raise OSError(int(message.get("errno", 0)), str(message.get("error", message)))
 
     async def clean(self) -> None:
@@ -164,13 +168,23 @@ class WarmSandbox:
             self._exited.set_result(-signal.SIGKILL)
 
 
-def _sender(ancillary: list[tuple[int, int, bytes]]) -> int:
-    """The sending process's pid, from the credentials the kernel attached (SO_PASSCRED)."""
+def _command_pid(ancillary: list[tuple[int, int, bytes]]) -> int:
+    """The pid, as this process sees it, of the process whose pidfd came with a message (the kernel
+    translates it from the sandbox's pid namespace in /proc/self/fdinfo); 0 if none came. Every fd
+    that came is closed."""
+    pid = 0
     for level, kind, data in ancillary:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
-            pid: int = struct.unpack("3i", data[:12])[0]
-            return pid
-    return 0
+        if level != socket.SOL_SOCKET or kind != socket.SCM_RIGHTS:
+            continue
+        for fd in array.array("i", data[: len(data) - len(data) % 4]):
+            try:
+                with open(f"/proc/self/fdinfo/{fd}") as info:
+                    pid = next((int(line.split()[1]) for line in info if line.startswith("Pid:")), 0)
+            except OSError:
+                pid = 0
+            finally:
+                os.close(fd)
+    return pid
 
 
 class WarmSandboxes:
@@ -319,7 +333,6 @@ class WarmSandboxes:
 async def _start_sandbox(key: Key) -> WarmSandbox:
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
-        ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
         ours.setblocking(False)
         argv = [*key, *_spawner(), str(theirs.fileno())]
         process = await asyncio.create_subprocess_exec(
