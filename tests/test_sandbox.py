@@ -8,10 +8,12 @@ import contextlib
 import functools
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -251,6 +253,16 @@ async def test_a_warm_sandbox_finds_a_program_in_the_command_s_own_path(
     assert not (await shell(context, "echo $PPID")).startswith("1\n")  # still usable
 
 
+async def test_a_warm_sandbox_that_died_idle_leaves_the_next_command_a_sandbox_of_its_own(
+    context: ToolContext,
+) -> None:
+    python = os.path.realpath(sys.executable)
+    [spawner] = [pid for pid, line in _host_processes(pids=True) if line.startswith(python) and "tmpfs" in line]
+    os.kill(int(spawner), signal.SIGKILL)
+    assert (await shell(context, "echo $PPID")).startswith("1\n")  # not an error, nor run twice
+    await warm_up(context)
+
+
 async def test_closing_ends_every_warm_sandbox(places: tuple[Path, Path]) -> None:
     workspace, _ = places
     sandboxes = WarmSandboxes()
@@ -271,8 +283,9 @@ async def until(condition: Callable[[], bool]) -> None:
     raise AssertionError("not within 10 s")
 
 
-def _host_processes() -> list[str]:
-    """The command lines of this process's descendants, as this machine's /proc shows them."""
+def _host_processes(*, pids: bool = False) -> list[Any]:
+    """The command lines of this process's descendants (with their pids), as this machine's /proc
+    shows them."""
     parents: dict[str, str] = {}
     lines: dict[str, str] = {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -288,7 +301,7 @@ def _host_processes() -> list[str]:
                 return True
         return False
 
-    return [line for pid, line in lines.items() if ours(pid)]
+    return [(pid, line) if pids else line for pid, line in lines.items() if ours(pid)]
 
 
 def _spawners() -> list[str]:

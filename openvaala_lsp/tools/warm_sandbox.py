@@ -126,6 +126,8 @@ class WarmSandbox:
         sandbox ended before the command could start (the spawner says when it may)."""
         self._exited = asyncio.get_running_loop().create_future()
         self.send({"argv": list(argv), "cwd": cwd, "env": dict(env)}, [output])
+        message: dict[str, Any] = {}
+        pid = NO_PID
         try:
             message, _ = await self.reply()
             if "starting" in message:
