@@ -161,18 +161,7 @@ async def test_a_quick_tool_s_result_goes_to_the_model_before_the_call_is_commit
         ChatStream().tool_call("call_1", "read_file", ['{"path": "hello.txt"}']).finish(usage=USAGE).response(),
         ChatStream().text("Read it.").finish(usage=USAGE).response(),
     )
-    storage = agent.runtime.storage
-    commit, gate = storage.flush, asyncio.Event()
-    commits = 0
-
-    async def held_commit() -> None:
-        nonlocal commits
-        commits += 1
-        if commits > 1:  # the turn's start commits; what comes after waits for the gate
-            await gate.wait()
-        await commit()
-
-    monkeypatch.setattr(storage, "flush", held_commit)
+    gate = hold_commits(agent, monkeypatch, after=1)  # the turn's start commits; what comes after waits
     session = await Session.open(agent)
     await session.submit("read hello.txt")
     second = (await requests_made(provider, 2))[1].json["messages"]
@@ -217,14 +206,7 @@ async def test_the_answer_is_read_and_a_quick_tool_run_while_the_turn_s_start_co
         ChatStream().text("Read ").text("it.").finish(usage=USAGE).response(),
     )
     session = await Session.open(agent)
-    storage = agent.runtime.storage
-    commit, gate = storage.flush, asyncio.Event()
-
-    async def held_commit() -> None:
-        await gate.wait()
-        await commit()
-
-    monkeypatch.setattr(storage, "flush", held_commit)
+    gate = hold_commits(agent, monkeypatch)
     submitting = asyncio.ensure_future(session.submit("read hello.txt"))  # answered once committed
     try:
         requests = await requests_made(provider, 2)
@@ -286,14 +268,7 @@ async def test_a_long_answer_waits_for_the_turn_s_start_commit_after_reading_a_l
         stream.text(f"{n} ")
     provider.enqueue("openai-chat", stream.finish(usage=USAGE).response())
     session = await Session.open(agent)
-    storage = agent.runtime.storage
-    commit, gate = storage.flush, asyncio.Event()
-
-    async def held_commit() -> None:
-        await gate.wait()
-        await commit()
-
-    monkeypatch.setattr(storage, "flush", held_commit)
+    gate = hold_commits(agent, monkeypatch)
     submitting = asyncio.ensure_future(session.submit("count"))
     try:
         assert len(await requests_made(provider, 1)) == 1
@@ -341,6 +316,23 @@ async def test_a_turn_whose_start_cannot_be_saved_fails_before_running_a_tool(
     assert "disk full" in turn["error"]["message"]
     assert len(provider.requests_for("openai-chat")) == 1
     assert not (workspace / "ran").exists()
+
+
+def hold_commits(agent: Harness, monkeypatch: pytest.MonkeyPatch, *, after: int = 0) -> asyncio.Event:
+    """The runtime's commits after the first `after` wait until the returned event is set."""
+    storage = agent.runtime.storage
+    commit, gate = storage.flush, asyncio.Event()
+    commits = 0
+
+    async def held_commit() -> None:
+        nonlocal commits
+        commits += 1
+        if commits > after:
+            await gate.wait()
+        await commit()
+
+    monkeypatch.setattr(storage, "flush", held_commit)
+    return gate
 
 
 async def requests_made(provider: FakeProviderServer, count: int) -> list[RecordedRequest]:
