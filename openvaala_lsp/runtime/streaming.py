@@ -44,6 +44,7 @@ class TurnItems:
     deferred: list[tuple[asyncio.Future[None] | None, Callable[[], None]]] = attrs.Factory(list)
     saving: set[int] = attrs.Factory(set)  # itemIndexes saved, not yet reported (still streaming)
     _ready: asyncio.Future[None] | None = None
+    _settling: int = 0  # `settle` calls under way: they report what lands, with what follows
 
     def publish(self, event: Any) -> None:
         """Publishes the event now, or, while a report waits for its commit, right after it."""
@@ -171,17 +172,30 @@ class TurnItems:
 
     def _flush(self) -> asyncio.Future[None]:
         committing = asyncio.ensure_future(self.storage.flush())
-        committing.add_done_callback(lambda _: self._report())  # its reports run as soon as it ends
+        # its reports run as soon as it ends, unless the turn waits for it: then right after, with
+        # what the turn publishes next (the turn's end: itemCompleted and turnCompleted in one
+        # notification, not two)
+        committing.add_done_callback(self._landed)
         return committing
+
+    def _landed(self, _: asyncio.Future[None]) -> None:
+        if not self._settling:
+            self._report()
 
     async def settle(self) -> None:
         """Waits for the commits under way and reports them, in order (and the events behind them)."""
-        while self.deferred:
-            self.commit()  # what waits for a commit gets one (reports deferred meanwhile included)
-            committing = self.deferred[0][0]
-            assert committing is not None
-            await asyncio.shield(committing)  # the commit goes on (and is reported) even if the turn stops
-            self._report()
+        self._settling += 1
+        try:
+            while self.deferred:
+                self.commit()  # what waits for a commit gets one (reports deferred meanwhile included)
+                committing = self.deferred[0][0]
+                assert committing is not None
+                await asyncio.shield(committing)  # the commit goes on (and is reported) even if the turn stops
+                self._report()
+        finally:
+            self._settling -= 1
+            if not self._settling:
+                self._report()  # a settle stopped (`tool_calls._first_of`) after its commit landed
 
     def _report(self) -> None:
         """Runs the reports whose commits are done, and the events behind them, in order; stops at a

@@ -119,6 +119,24 @@ async def test_the_input_shows_saved_before_the_model_answers(agent: Harness, pr
     assert [text_of(item) for item in await session.items()] == ["hello"]
 
 
+async def test_the_answer_saved_and_the_turn_s_end_come_in_one_notification(
+    agent: Harness, provider: FakeProviderServer
+) -> None:
+    """One commit saves both: the editor hears of them at once, not in two messages."""
+    provider.enqueue("openai-chat", ChatStream().text("Hi.").finish(usage=USAGE).response())
+    session = await Session.open(agent)
+    await session.submit("hello")
+    await session.turn_completed()
+    await session.wait_event(lambda e: e["type"] == "stateChanged" and e["state"] == "idle")
+    notifications = [n["events"] for n in agent.of("openvaala/sessionEvent", session.sub)]
+    [ending] = [kinds for kinds in notifications if any(e["type"] == "turnCompleted" for e in kinds)]
+    assert [(e["type"], e.get("item", {}).get("type")) for e in ending] == [
+        ("itemCompleted", "assistantMessage"),
+        ("turnCompleted", None),
+        ("stateChanged", None),
+    ]
+
+
 async def test_provider_failure_fails_the_turn(agent: Harness, provider: FakeProviderServer) -> None:
     provider.enqueue("openai-chat", insufficient_quota("openai-chat"))
     session = await Session.open(agent)
