@@ -203,7 +203,7 @@ async def _first_of(running: asyncio.Future[ToolOutput], items: TurnItems) -> No
         await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
     finally:
         if not settling.done():
-            settling.cancel()  # its commits go on; the next settle reports them
+            settling.cancel()  # its commits go on, reported as they land
             await asyncio.gather(settling, return_exceptions=True)
     if settling.done() and not settling.cancelled():
         settling.result()  # a commit that failed fails the turn, as `settle` would have

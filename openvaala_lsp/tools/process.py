@@ -28,6 +28,7 @@ import attrs
 from openvaala_lsp.tools.sandbox_spawner import live_processes
 from openvaala_lsp.tools.truncate import HeadTailBuffer
 
+NO_PID = 0  # a started command whose pid is unknown (it ended with its sandbox): never signalled
 TERM_GRACE = 2.0
 """Seconds between SIGTERM and SIGKILL."""
 
@@ -64,7 +65,7 @@ class PipeReader(asyncio.Protocol):
 def _signal_group(pgid: int, signum: int) -> None:
     # ProcessLookupError: the group is already empty. PermissionError: only possible if the pgid
     # was recycled by someone else's process, which must not be touched anyway.
-    if pgid <= 1:  # unknown (a warm sandbox that ended, and its command with it): never our own group
+    if pgid <= 1:  # NO_PID (killpg(0) is our own group), or init
         return
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signum)
@@ -132,7 +133,7 @@ async def stop_group(process: Started, closed: asyncio.Future[None]) -> None:
 
 class Started(Protocol):
     """A started command as this module follows it: its group (the leader's pid, as this process
-    sees it) is signalled from here; its end is reported by whoever started it."""
+    sees it, or `NO_PID`) is signalled from here; its end is reported by whoever started it."""
 
     @property
     def pid(self) -> int: ...

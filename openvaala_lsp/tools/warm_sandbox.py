@@ -35,7 +35,7 @@ import attrs
 
 from openvaala_lsp.tools import sandbox
 from openvaala_lsp.tools.base import SandboxPolicy
-from openvaala_lsp.tools.process import Started, start_process
+from openvaala_lsp.tools.process import NO_PID, Started, start_process
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +44,6 @@ LIMIT = 4  # warm sandboxes at most, busy or idle
 START_SECONDS = 10.0  # for a warm sandbox to say it is ready
 REAP_SECONDS = 3.0  # for a discarded sandbox to end by itself (a spawner busy cleaning ends after)
 ANCILLARY_SPACE = socket.CMSG_SPACE(4)  # a pidfd
-NO_PID = 0  # a command whose pid is unknown: its sandbox ended, and the command with it
 REPLY_SECONDS = 5.0  # for any other answer (a clean waits up to 2 s for killed processes)
 SPAWNER = Path(__file__).with_name("sandbox_spawner.py")
 
