@@ -7,9 +7,11 @@ import datetime as dt
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -42,7 +44,7 @@ from openvaala_lsp.model import (
     Turn,
     TurnStatus,
 )
-from openvaala_lsp.storage import InvalidCursor, StorageClosedError, StorageError, StorageLockedError, template
+from openvaala_lsp.storage import InvalidCursor, StorageClosedError, StorageError, StorageLockedError, template, writer
 from openvaala_lsp.storage.codec import MODEL_CALL_COLUMNS, PENDING_INPUTS, TURN_COLUMNS, USAGE_COLUMNS, pending_row
 from openvaala_lsp.storage.duckdb_store import DuckDBStorage
 from openvaala_lsp.storage.migrations import LATEST_VERSION, migrate
@@ -50,6 +52,7 @@ from openvaala_lsp.storage.opening import CONFIG, connect_file
 from openvaala_lsp.storage.writer import Put
 
 T0 = dt.datetime(2025, 3, 1, 12, 0, tzinfo=dt.UTC)
+WAIT = 10.0  # a bound on waiting for the writer thread, never reached when all is well
 NEVER = 3600.0  # a flush interval no test waits for: only durable writes and read barriers commit
 
 CHILD_ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
@@ -522,6 +525,108 @@ async def test_acknowledged_writes_survive_sigkill_and_ordinals_continue(db_path
         await storage.close()
 
 
+# The journal answers a durable write before DuckDB commits it: a kill in between loses nothing
+HELD_CHILD = """
+import asyncio, sys, threading
+from openvaala_lsp.model import *
+from openvaala_lsp.storage import DuckDBStorage, writer
+
+async def main(path):
+    storage = await DuckDBStorage.open(path)
+    now = utcnow()
+    await storage.create_conversation(
+        Conversation(id="conv_j", created_at=now, updated_at=now),
+        Session(id="sess_j", conversation_id="conv_j", created_at=now),
+    )
+    writer._land = lambda cur, batch, seq: threading.Event().wait()  # DuckDB never gets the next batch
+    await storage.save_turn(Turn(id="turn_j", conversation_id="conv_j", session_id="sess_j", started_at=now))
+    it = Item(id="item_j", conversation_id="conv_j", session_id="sess_j", type=ItemType.USER_MESSAGE,
+              created_at=now, content=[Content(type="text", text="kept")])
+    print("ack", await storage.append_item(it, durable=True), flush=True)
+    await asyncio.Event().wait()
+
+asyncio.run(main(sys.argv[1]))
+"""
+
+
+def answered_then_killed(path: str) -> str:
+    """Runs HELD_CHILD until the journal answered its item, SIGKILLs it; returns the ack line."""
+    child = subprocess.Popen([sys.executable, "-c", HELD_CHILD, path], stdout=subprocess.PIPE, text=True, env=CHILD_ENV)
+    assert child.stdout is not None
+    line = child.stdout.readline()
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    return line.strip()
+
+
+async def test_a_write_the_journal_answered_survives_a_kill_before_duckdbs_commit(db_path: str) -> None:
+    assert answered_then_killed(db_path) == "ack 1"
+    assert sql(db_path, "SELECT count(*) FROM items") == [(0,)]  # DuckDB never had it
+    for next_ordinal in (2, 3):  # replayed at the first open, and only then
+        storage = await DuckDBStorage.open(db_path)
+        try:
+            (logged,) = await storage.get_items("conv_j", ["item_j"])
+            assert logged.ordinal == 1 and logged.item.content[0].text == "kept"
+            assert [t.id for t in await storage.get_turns("conv_j", ["turn_j"])] == ["turn_j"]  # its batch's too
+            assert await storage.append_item(item("item_next", "conv_j", "sess_j"), durable=True) == next_ordinal
+        finally:
+            await storage.close()
+        assert sql(db_path, "SELECT count(*) FROM items WHERE item_id = 'item_j'") == [(1,)]
+
+
+async def test_reads_wait_for_what_the_journal_answered(db_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    storage = await DuckDBStorage.open(db_path, flush_interval=NEVER)
+    try:
+        sess = await make_conversation(storage, "conv_a")
+        held, land = threading.Event(), writer._land
+        monkeypatch.setattr(writer, "_land", lambda cur, batch, seq: (held.wait(WAIT), land(cur, batch, seq)))
+        assert await storage.append_item(item("item_1", "conv_a", sess.id), durable=True) == 1  # answered
+        await storage.flush()  # durable already: nothing to wait for
+        reads = [
+            asyncio.ensure_future(storage.get_items("conv_a", ["item_1"])),
+            asyncio.ensure_future(storage.query("SELECT count(*) FROM items", [], 10)),
+        ]
+        await asyncio.sleep(0.2)
+        assert not any(read.done() for read in reads)  # DuckDB has not committed it yet
+        held.set()
+        logged, counted = await asyncio.gather(*reads)
+        assert [x.item.id for x in logged] == ["item_1"] and counted.rows == [[1]]
+    finally:
+        await storage.close()
+
+
+async def test_a_journal_is_replayed_into_its_own_database_only(tmp_path: Path) -> None:
+    path = str(tmp_path / "a.duckdb")
+    assert answered_then_killed(path) == "ack 1"
+    other = str(tmp_path / "b.duckdb")
+    storage = await DuckDBStorage.open(other)
+    await storage.close()
+    shutil.copyfile(f"{path}.journal", f"{other}.journal")  # beside a database that never wrote it
+    for gone in (path, f"{path}.wal"):  # and the file it belonged to replaced by a new one
+        if os.path.exists(gone):
+            os.remove(gone)
+    for left in (path, other):
+        storage = await DuckDBStorage.open(left)
+        try:
+            assert await storage.get_conversation("conv_j") is None
+            assert await storage.get_items("conv_j", ["item_j"]) == []
+        finally:
+            await storage.close()
+
+
+async def test_a_damaged_journal_record_is_not_replayed(db_path: str) -> None:
+    assert answered_then_killed(db_path) == "ack 1"
+    journal_file = Path(f"{db_path}.journal")
+    journal_file.write_bytes(journal_file.read_bytes()[:-1])  # cut short: as if the write never finished
+    storage = await DuckDBStorage.open(db_path)
+    try:
+        assert await storage.get_items("conv_j", ["item_j"]) == []
+        assert await storage.get_conversation("conv_j") is not None  # committed before the held batch
+        assert await storage.append_item(item("item_next", "conv_j", "sess_j"), durable=True) == 1
+    finally:
+        await storage.close()
+
+
 async def test_read_your_non_durable_writes(db_path: str) -> None:
     storage = await DuckDBStorage.open(db_path, flush_interval=NEVER)
     try:
@@ -576,17 +681,16 @@ async def test_record_updates_in_one_batch_coalesce_to_the_last(db_path: str) ->
         await storage.close()
 
 
-async def test_a_failed_batch_fails_its_waiters_and_the_store_recovers(db_path: str) -> None:
-    storage = await DuckDBStorage.open(db_path, flush_interval=NEVER)
+async def test_a_failed_batch_fails_its_waiters_and_the_store_recovers() -> None:
+    # in memory there is no journal: the batch's waiters wait for DuckDB's commit and get its error
+    storage = await DuckDBStorage.open(":memory:", flush_interval=NEVER)
     try:
         sess = await make_conversation(storage, "conv_a")
         await storage.save_turn(turn("turn_lost", "conv_a", sess.id))  # queued in the batch that fails
         for i in range(1, 4):
             await storage.append_item(item(f"item_lost_{i}", "conv_a", sess.id))
-        bad = conversation("conv_bad")
-        bad.title = None  # type: ignore[assignment]  # violates NOT NULL at commit time
         with pytest.raises(duckdb.ConstraintException):
-            await storage.create_conversation(bad, session("sess_bad", "conv_bad"))
+            await storage.create_conversation(bad_conversation(), session("sess_bad", "conv_bad"))
         assert await storage.get_conversation("conv_bad") is None
         assert await storage.get_session("sess_bad") is None
         assert await storage.get_turns("conv_a", ["turn_lost"]) == []  # rolled back with its batch, not half-written
@@ -601,6 +705,40 @@ async def test_a_failed_batch_fails_its_waiters_and_the_store_recovers(db_path: 
             assert (await ordinals_of(storage, "conv_a", limit=limit, order=Order.DESC))[0] == [8, 7, 6, 5, 4]
     finally:
         await storage.close()
+
+
+async def test_a_journaled_batch_duckdb_refuses_loses_only_the_refused_write(
+    db_path: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # the journal answered the batch before DuckDB saw it: DuckDB's refusal (a bug in what was
+    # written) drops that one write, logged; the rest of the batch lands and the store goes on
+    storage = await DuckDBStorage.open(db_path, flush_interval=NEVER)
+    try:
+        sess = await make_conversation(storage, "conv_a")
+        await storage.save_turn(turn("turn_kept", "conv_a", sess.id))  # queued in the same batch
+        for i in range(1, 4):
+            await storage.append_item(item(f"item_{i}", "conv_a", sess.id))
+        await storage.create_conversation(bad_conversation(), session("sess_bad", "conv_bad"))
+        assert await storage.get_conversation("conv_bad") is None
+        assert await storage.get_session("sess_bad") is None  # the refused write's other half
+        assert [t.id for t in await storage.get_turns("conv_a", ["turn_kept"])] == ["turn_kept"]
+        assert (await ordinals_of(storage, "conv_a", limit=10, order=Order.ASC))[0] == [1, 2, 3]
+        assert "dropped 2 writes DuckDB refuses" in caplog.text and "conv_bad" in caplog.text
+        await storage.save_turn(turn("turn_ok", "conv_a", sess.id), durable=True)
+        assert [t.id for t in await storage.get_turns("conv_a", ["turn_ok"])] == ["turn_ok"]
+    finally:
+        await storage.close()
+    storage = await DuckDBStorage.open(db_path)  # nothing is replayed twice
+    try:
+        assert (await ordinals_of(storage, "conv_a", limit=10, order=Order.ASC))[0] == [1, 2, 3]
+    finally:
+        await storage.close()
+
+
+def bad_conversation() -> Conversation:
+    bad = conversation("conv_bad")
+    bad.title = None  # type: ignore[assignment]  # violates NOT NULL at commit time
+    return bad
 
 
 # Deletes, pending inputs, inputs, interrupts

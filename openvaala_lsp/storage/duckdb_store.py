@@ -62,6 +62,7 @@ from openvaala_lsp.storage.errors import (
     StorageLockedError,
 )
 from openvaala_lsp.storage.interfaces import ExportOutcome, ExportRequest, SqlResult
+from openvaala_lsp.storage.journal import Journal
 from openvaala_lsp.storage.opening import connect_file
 from openvaala_lsp.storage.sql import QueryJob, stop
 from openvaala_lsp.storage.writer import Append, BatchWriter, Delete, Op, Put, Run, Update
@@ -88,11 +89,12 @@ class DuckDBStorage:
         writer_cursor: duckdb.DuckDBPyConnection,
         reader_cursor: duckdb.DuckDBPyConnection,
         flush_interval: float,
+        journal: Journal | None = None,
     ) -> None:
         self.path = path
         self._path_key = path
         self._con = con
-        self._writer = BatchWriter(writer_cursor, flush_interval)
+        self._writer = BatchWriter(writer_cursor, flush_interval, journal)
         self._reader_cursor = reader_cursor
         self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="openvaala-storage-reader")
         self._query_pool = ThreadPoolExecutor(max_workers=QUERY_THREADS, thread_name_prefix="openvaala-storage-query")
@@ -114,11 +116,11 @@ class DuckDBStorage:
         try:
             begun = early.take(key) if key else None
             opening = asyncio.wrap_future(begun) if begun is not None else asyncio.to_thread(connect_file, path)
-            con, writer_cursor, reader_cursor = await opening
+            con, writer_cursor, reader_cursor, journal = await opening
         except BaseException:
             _open_paths.discard(key)
             raise
-        storage = cls(path, con, writer_cursor, reader_cursor, flush_interval)
+        storage = cls(path, con, writer_cursor, reader_cursor, flush_interval, journal)
         storage._path_key = key
         storage._writer.start()
         return storage
@@ -136,14 +138,19 @@ class DuckDBStorage:
 
     async def _read(self, query: Callable[[duckdb.DuckDBPyConnection], T], *, barrier: bool = True) -> T:
         self._check_open()
-        if barrier and self._writer.has_pending():
-            await _wait(self._writer.barrier())  # read-your-writes: the queued writes commit first
+        if barrier:
+            await self._visible()
         try:
             return await asyncio.get_running_loop().run_in_executor(self._reader, query, self._reader_cursor)
         except RuntimeError:
             if self._closed:  # the reader was shut down by close() while this read waited
                 raise StorageClosedError() from None
             raise
+
+    async def _visible(self) -> None:
+        """Read-your-writes: what is queued, and what the journal holds, is committed to DuckDB first."""
+        if self._writer.has_pending():
+            await _wait(self._writer.barrier(visible=True))
 
     def flush(self) -> asyncio.Future[None]:
         self._check_open()
@@ -179,6 +186,8 @@ class DuckDBStorage:
 
     async def query(self, sql: str, parameters: list[Any], limit: int) -> SqlResult:
         self._check_open()
+        if self._writer.answered_unseen():  # a turn's end, say: the query must count it
+            await _wait(self._writer.barrier(visible=True))
         job = QueryJob(self._con.cursor(), sql, parameters, limit)  # `con` is otherwise idle after open
         try:
             done = self._query_pool.submit(job.run)
@@ -208,7 +217,7 @@ class DuckDBStorage:
         async with self._exporting:
             # ids left by an export that failed part way; then what was queued before is in the snapshot
             await self._write([Run(lambda cur: export.forget_unfinished(cur, request.directory))], durable=False)
-            await self.flush()
+            await self._visible()
             now = dt.datetime.now(dt.UTC)
             outcome = await asyncio.get_running_loop().run_in_executor(
                 self._query_pool, export.export, self._con.cursor(), self.path, request, now

@@ -206,8 +206,9 @@ class Storage(RecordStorage, LogStorage, SqlStorage, Protocol):
         """Durable, in one transaction: a whole conversation (a fork). Returns the items' ordinals."""
 
     def flush(self) -> Awaitable[None]:
-        """Commits everything queued so far: the commit is asked for at the call, not at the first
-        await (a turn's start commits while its model request is being built)."""
+        """Makes everything queued so far durable (a kill -9 after it loses none of it): the commit is
+        asked for at the call, not at the first await (a turn's start commits while its model request
+        is being built). Reads see it once it is durable."""
 
     async def close(self) -> None:
         """Commits, checkpoints and closes. Idempotent."""

@@ -480,7 +480,14 @@ V5 += "".join(
     for view, (about, columns) in DOCS.items()
 )
 
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, V1), (2, V2), (3, V3), (4, V4), (5, V5))
+# The journal's record number DuckDB has (`journal.py`); `id` names the file (a copy of the template
+# gets its own at once, `opening.connect_file`), so a journal left beside another file is not replayed.
+V6 = """
+CREATE TABLE storage_journal (id VARCHAR NOT NULL, seq BIGINT NOT NULL);
+INSERT INTO storage_journal VALUES (gen_random_uuid()::VARCHAR, 0);
+"""
+
+MIGRATIONS: tuple[tuple[int, str], ...] = ((1, V1), (2, V2), (3, V3), (4, V4), (5, V5), (6, V6))
 LATEST_VERSION = MIGRATIONS[-1][0]
 
 

@@ -1,6 +1,6 @@
 """Opening the database file: DuckDB's settings, the one-owner lock, the schema brought up to date.
 
-Light on imports (DuckDB's engine, the migrations, the errors, the template): the host runs it in a
+Light on imports (DuckDB's engine, the migrations, the errors, the template, the journal): the host runs it in a
 thread while the runtime imports (`storage.early`), and everything imported here would be imported
 twice over, one GIL for both."""
 
@@ -9,12 +9,14 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from openvaala_lsp.storage import template
+from openvaala_lsp.storage import journal, template
 from openvaala_lsp.storage.engine import duckdb
 from openvaala_lsp.storage.errors import StorageLockedError
 from openvaala_lsp.storage.migrations import migrate
 
-Connections = tuple[duckdb.DuckDBPyConnection, duckdb.DuckDBPyConnection, duckdb.DuckDBPyConnection]
+Connections = tuple[
+    duckdb.DuckDBPyConnection, duckdb.DuckDBPyConnection, duckdb.DuckDBPyConnection, journal.Journal | None
+]
 
 CONFIG: dict[str, Any] = {
     "memory_limit": "128MB",
@@ -39,8 +41,9 @@ def connect(path: str, config: dict[str, Any], *, read_only: bool = False) -> du
 
 
 def connect_file(path: str) -> Connections:
-    """The connection and the writer's and reader's cursors of the file at `path`, migrated; a new
-    file starts as a copy of the migrated template (`storage.template`)."""
+    """The connection, the writer's and reader's cursors and the journal of the file at `path`,
+    migrated, with the journal's last record committed; a new file starts as a copy of the migrated
+    template (`storage.template`). A database in memory has no journal."""
     copied = path != ":memory:" and not os.path.exists(path) and template.copy_to(path)
     con = connect(path, CONFIG)
     try:
@@ -48,8 +51,23 @@ def connect_file(path: str) -> Connections:
         migrate(con, path)
         if copied:
             con.execute("UPDATE schema_version SET applied_at = now() WHERE applied_at IS NULL")
+            con.execute("UPDATE storage_journal SET id = gen_random_uuid()::VARCHAR")  # its own, not the template's
+        opened = None if path == ":memory:" else open_journal(con, path)
         # both cursors are made here: creating one from another thread would overlap calls on `con`
-        return con, con.cursor(), con.cursor()
+        return con, con.cursor(), con.cursor(), opened
     except BaseException:
         con.close()
         raise
+
+
+def open_journal(con: duckdb.DuckDBPyConnection, path: str) -> journal.Journal:
+    """The journal of the database file `path`, once DuckDB has its last record."""
+    database_id, seq = con.execute("SELECT id, seq FROM storage_journal").fetchall()[0]
+    journal_path = journal.path_of(path)
+    record = journal.read(journal_path, database_id)
+    if record is not None and record[0] > seq:
+        from openvaala_lsp.storage import writer  # only after a kill: opening stays light otherwise
+
+        writer.replay(con, record)
+        seq = record[0]
+    return journal.Journal(journal_path, database_id, seq)

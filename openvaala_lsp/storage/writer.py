@@ -8,11 +8,18 @@ Inside a batch, record writes are coalesced per key (last write wins) because Du
 the *first* of two rows with the same key in one upsert. A task (a read-modify-write such as a
 conversation delete) closes the current segment, so it sees every write queued before it and none
 queued after it; segments are applied in order in one transaction.
+
+A small batch that someone waits for is made durable by the journal (`journal.py`) first: its
+waiters are answered then, and DuckDB commits it behind them. Until that commit lands, a read waits
+(`barrier(visible=True)`). DuckDB refusing a batch it was given after the journal is a bug in what
+was written (a NULL in a NOT NULL column, say): the batch is applied write by write, and a write
+DuckDB still refuses is dropped and logged, as it would have been (with its whole batch) before.
 """
 
 from __future__ import annotations
 
 import logging
+import pickle
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -21,6 +28,7 @@ from typing import Any
 
 import attrs
 
+from openvaala_lsp.storage import journal
 from openvaala_lsp.storage.codec import Row, Table
 from openvaala_lsp.storage.engine import duckdb
 from openvaala_lsp.storage.errors import StorageClosedError, StorageError
@@ -32,6 +40,9 @@ Task = Callable[[duckdb.DuckDBPyConnection], Any]
 # Past this many queued rows the batch is committed at once: bounds memory and commit latency.
 MAX_BATCH_ROWS = 2000
 FEW_ROWS = 16  # up to this many rows of one table in a batch go by plain statements, more by appender
+# Up to this many rows a batch someone waits for goes through the journal (a turn's writes are a
+# handful); bigger ones (imports, exports) commit straight to DuckDB, as nobody waits on them at a keystroke.
+JOURNAL_ROWS = 64
 CHECKPOINT_ATTEMPTS = 20
 CHECKPOINT_RETRY_DELAY = 0.01
 
@@ -99,7 +110,9 @@ class _Segment:
 @attrs.define
 class _Batch:
     segments: list[_Segment] = attrs.Factory(lambda: [_Segment()])
-    futures: list[Future[Any]] = attrs.Factory(list)  # resolved with None after the commit
+    futures: list[Future[Any]] = attrs.Factory(list)  # resolved with None once durable (journal or commit)
+    visible: list[Future[Any]] = attrs.Factory(list)  # resolved with None once DuckDB has committed
+    writes: list[Sequence[Op]] = attrs.Factory(list)  # each submit's ops, in order (for the journal)
     checkpoints: list[Future[Any]] = attrs.Factory(list)  # resolved after a CHECKPOINT that follows the commit
     rows: int = 0
     urgent: bool = False
@@ -108,6 +121,10 @@ class _Batch:
     @property
     def has_writes(self) -> bool:
         return self.rows > 0
+
+    @property
+    def has_tasks(self) -> bool:
+        return any(seg.task is not None for seg in self.segments)
 
 
 def _new_future() -> Future[Any]:
@@ -118,12 +135,16 @@ def _new_future() -> Future[Any]:
 
 
 class BatchWriter:
-    def __init__(self, cursor: duckdb.DuckDBPyConnection, flush_interval: float) -> None:
+    def __init__(
+        self, cursor: duckdb.DuckDBPyConnection, flush_interval: float, journal: journal.Journal | None = None
+    ) -> None:
         self._cur = cursor
         self._interval = flush_interval
+        self._journal = journal
         self._cond = threading.Condition()
         self._batch = _Batch()
         self._in_flight = False
+        self._in_flight_durable = False  # the batch in flight is in the journal: only DuckDB's commit is left
         self._stopping = False
         self._dead: BaseException | None = None
         self._stopped: Future[None] = _new_future()
@@ -145,6 +166,7 @@ class BatchWriter:
             taken = False
             for op in ops:
                 taken = self._add(batch, op, future) or taken
+            batch.writes.append(ops)
             if batch.rows and was_idle:
                 batch.first_at = time.monotonic()
             if future is not None:
@@ -155,20 +177,26 @@ class BatchWriter:
                 self._cond.notify()
         return future
 
-    def barrier(self) -> Future[Any]:
-        """Resolved once every write queued so far is committed (with the batch's error if it failed);
-        at once when nothing is queued or committing (no round trip through the writer thread)."""
+    def barrier(self, *, visible: bool = False) -> Future[Any]:
+        """Resolved once every write queued so far is durable (with the batch's error if it failed);
+        `visible`: once DuckDB has committed them too, so a read sees them. At once when there is
+        nothing to wait for (no round trip through the writer thread)."""
         with self._cond:
             self._check_accepting()
-            if not self._pending():
+            if not self._batch.has_writes and (not self._in_flight or (self._in_flight_durable and not visible)):
                 done: Future[Any] = Future()
                 done.set_result(None)
                 return done
-        return self._request(checkpoint=False)
+        return self._request(checkpoint=False, visible=visible)
 
     def checkpoint(self) -> Future[Any]:
         """Resolved after everything queued so far is committed and a CHECKPOINT has run."""
         return self._request(checkpoint=True)
+
+    def answered_unseen(self) -> bool:
+        """A batch is in flight whose waiters the journal has answered: a read does not see it yet."""
+        with self._cond:
+            return self._in_flight_durable
 
     def has_pending(self) -> bool:
         with self._cond:
@@ -193,11 +221,12 @@ class BatchWriter:
         if self._stopping:
             raise StorageClosedError()
 
-    def _request(self, *, checkpoint: bool) -> Future[Any]:
+    def _request(self, *, checkpoint: bool, visible: bool = False) -> Future[Any]:
         future = _new_future()
         with self._cond:
             self._check_accepting()
-            (self._batch.checkpoints if checkpoint else self._batch.futures).append(future)
+            batch = self._batch
+            (batch.checkpoints if checkpoint else batch.visible if visible else batch.futures).append(future)
             self._batch.urgent = True
             self._cond.notify()
         return future
@@ -267,6 +296,8 @@ class BatchWriter:
             log.exception("storage writer died")
             self._die(exc)
             self._cur.close()
+            if self._journal is not None:
+                self._journal.close()
             self._stopped.set_exception(exc)
             return
         try:
@@ -276,6 +307,8 @@ class BatchWriter:
             log.warning("storage: CHECKPOINT at close failed", exc_info=True)
         finally:
             self._cur.close()
+            if self._journal is not None:
+                self._journal.close()
         self._stopped.set_result(None)
 
     def _die(self, exc: BaseException) -> None:
@@ -287,18 +320,29 @@ class BatchWriter:
             future.set_exception(exc)
 
     def _commit(self, batch: _Batch) -> None:
+        seq = self._journaled(batch)
         results: list[tuple[Future[Any], Any]] = []
-        if batch.has_writes:
+        if seq is not None:
+            try:
+                _land(self._cur, batch, seq)
+            except Exception as exc:
+                # what the journal answered for is in no DuckDB commit: take nothing more (the journal
+                # keeps it for the next open to replay)
+                self._landed()
+                for future in [*batch.visible, *batch.checkpoints]:
+                    future.set_exception(exc)
+                raise
+        elif batch.has_writes:
             try:
                 self._cur.execute("BEGIN")
                 for seg in batch.segments:
-                    self._apply(seg)
+                    _apply(self._cur, seg)
                     if seg.task is not None and seg.task_future is not None:
                         results.append((seg.task_future, seg.task(self._cur)))
                 self._cur.execute("COMMIT")
             except Exception as exc:
                 # Never COMMIT after an error: DuckDB would return normally and roll back.
-                self._rollback()
+                _rollback(self._cur)
                 log.error("storage: a batch of %d writes failed and was rolled back", batch.rows, exc_info=exc)
                 self._landed()
                 for future in _waiters(batch):
@@ -307,56 +351,30 @@ class BatchWriter:
         self._landed()
         for future, result in results:
             future.set_result(result)
-        for future in batch.futures:
-            future.set_result(None)
+        _resolve(batch.visible if seq is not None else [*batch.futures, *batch.visible])
         if batch.checkpoints:
             self._checkpoint(batch.checkpoints)
 
-    def _apply(self, seg: _Segment) -> None:
-        """Appenders for many rows; for a few (a turn's usual writes), plain statements, which skip
-        the appender's set-up: a one-row upsert costs 2.6 ms by appender, 0.8 ms as a delete and an
-        insert (measured on DuckDB 2.0)."""
-        cur = self._cur
-        for table, changes in seg.records.items():
-            deleted = [(key,) for key, change in changes.items() if change.deleted]
-            rows = [change.row for change in changes.values() if change.row is not None]
-            if len(deleted) + len(rows) <= FEW_ROWS:
-                _few_records(cur, table, changes)
-                continue
-            if deleted:
-                _flush(cur.appender(table.name, action="delete", key=[table.key]), deleted)
-            if rows:
-                _flush(cur.appender(table.name, columns=list(table.columns), action="upsert"), rows)
-        for (table, columns), by_key in seg.updates.items():
-            if len(by_key) <= FEW_ROWS:
-                assignments = ", ".join(f"{column} = ?" for column in columns[1:])
-                _statement(
-                    cur,
-                    f"UPDATE {table.name} SET {assignments} WHERE {table.key} = ?",
-                    [(*row[1:], row[0]) for row in by_key.values()],
-                )
-            else:
-                appender = cur.appender(table.name, columns=list(columns), action="update", key=[table.key])
-                _flush(appender, by_key.values())
-        for (name, columns), rows in seg.appends.items():
-            if not rows:
-                continue
-            if len(rows) <= FEW_ROWS:
-                _statement(cur, _insert(name, columns), rows)
-            else:
-                _flush(cur.appender(name, columns=list(columns)), rows)
+    def _journaled(self, batch: _Batch) -> int | None:
+        """Puts a small batch someone waits for in the journal and answers them; the record's number,
+        None if the batch commits to DuckDB first."""
+        if self._journal is None or not batch.futures or batch.rows > JOURNAL_ROWS or batch.has_tasks:
+            return None
+        try:
+            seq = self._journal.write([[_encode(op) for op in ops] for ops in batch.writes])
+        except (OSError, pickle.PicklingError):
+            log.warning("storage: the journal did not take a batch; it commits to DuckDB first", exc_info=True)
+            return None
+        with self._cond:
+            self._in_flight_durable = True
+        _resolve(batch.futures)
+        return seq
 
     def _landed(self) -> None:
         """The batch is committed (or rolled back): cleared before its waiters wake, so a barrier
         they ask for next finds nothing in flight and is done at once."""
         with self._cond:
-            self._in_flight = False
-
-    def _rollback(self) -> None:
-        try:
-            self._cur.execute("ROLLBACK")
-        except duckdb.Error:
-            pass  # no transaction left to roll back (the failed statement was BEGIN or COMMIT)
+            self._in_flight = self._in_flight_durable = False
 
     def _checkpoint_now(self) -> None:
         # CHECKPOINT fails while another transaction is open (a read in flight); reads are short
@@ -379,9 +397,137 @@ class BatchWriter:
                 future.set_result(None)
 
 
+def _apply(cur: duckdb.DuckDBPyConnection, seg: _Segment) -> None:
+    """Appenders for many rows; for a few (a turn's usual writes), plain statements, which skip
+    the appender's set-up: a one-row upsert costs 2.6 ms by appender, 0.8 ms as a delete and an
+    insert (measured on DuckDB 2.0)."""
+    for table, changes in seg.records.items():
+        deleted = [(key,) for key, change in changes.items() if change.deleted]
+        rows = [change.row for change in changes.values() if change.row is not None]
+        if len(deleted) + len(rows) <= FEW_ROWS:
+            _few_records(cur, table, changes)
+            continue
+        if deleted:
+            _flush(cur.appender(table.name, action="delete", key=[table.key]), deleted)
+        if rows:
+            _flush(cur.appender(table.name, columns=list(table.columns), action="upsert"), rows)
+    for (table, columns), by_key in seg.updates.items():
+        if len(by_key) <= FEW_ROWS:
+            assignments = ", ".join(f"{column} = ?" for column in columns[1:])
+            _statement(
+                cur,
+                f"UPDATE {table.name} SET {assignments} WHERE {table.key} = ?",
+                [(*row[1:], row[0]) for row in by_key.values()],
+            )
+        else:
+            appender = cur.appender(table.name, columns=list(columns), action="update", key=[table.key])
+            _flush(appender, by_key.values())
+    for (name, columns), rows in seg.appends.items():
+        if not rows:
+            continue
+        if len(rows) <= FEW_ROWS:
+            _statement(cur, _insert(name, columns), rows)
+        else:
+            _flush(cur.appender(name, columns=list(columns)), rows)
+
+
+def _land(cur: duckdb.DuckDBPyConnection, batch: _Batch, seq: int) -> None:
+    """Commits a batch the journal holds as record `seq`, with the number; write by write if DuckDB
+    refuses it whole (see the module's doc)."""
+    try:
+        cur.execute("BEGIN")
+        for seg in batch.segments:
+            _apply(cur, seg)
+        _statement(cur, _SET_SEQ, [(seq,)])
+        cur.execute("COMMIT")
+        return
+    except Exception:
+        _rollback(cur)
+        log.error(
+            "storage: DuckDB refused a batch of %d writes the journal holds; applying them one by one",
+            batch.rows,
+            exc_info=True,
+        )
+    for ops in batch.writes:
+        one = _Batch()
+        for op in ops:
+            BatchWriter._add(one, op, None)
+        try:
+            cur.execute("BEGIN")
+            for seg in one.segments:
+                _apply(cur, seg)
+            cur.execute("COMMIT")
+        except Exception:
+            _rollback(cur)
+            log.error("storage: dropped %d writes DuckDB refuses: %r", one.rows, ops, exc_info=True)
+    cur.execute("BEGIN")
+    _statement(cur, _SET_SEQ, [(seq,)])
+    cur.execute("COMMIT")
+
+
+def replay(cur: duckdb.DuckDBPyConnection, record: tuple[int, Any]) -> None:
+    """Commits the journal's record (`journal.read`) DuckDB does not have: the writer was killed
+    between the two."""
+    seq, writes = record
+    batch = _Batch()
+    for encoded in writes:
+        ops = [_decode(op) for op in encoded]
+        for op in ops:
+            BatchWriter._add(batch, op, None)
+        batch.writes.append(ops)
+    _land(cur, batch, seq)
+    log.warning("storage: %d writes a stopped writer had answered for came from the journal", batch.rows)
+
+
+_SET_SEQ = "UPDATE storage_journal SET seq = ?"
+
+
+def _encode(op: Op) -> tuple[Any, ...]:
+    """An op as plain values for the journal (never a `Run`: a batch with a task is not journaled)."""
+    match op:
+        case Append(table, columns, rows):
+            return ("append", table, columns, list(rows))
+        case Put(table, row, new):
+            return ("put", _table(table), row, new)
+        case Delete(table, key):
+            return ("delete", _table(table), key)
+        case Update(table, columns, row):
+            return ("update", _table(table), columns, row)
+    raise TypeError(f"the journal holds no {type(op).__name__}")
+
+
+def _decode(value: tuple[Any, ...]) -> Op:
+    match value:
+        case ("append", table, columns, rows):
+            return Append(table, columns, rows)
+        case ("put", table, row, new):
+            return Put(Table(*table), row, new)
+        case ("delete", table, key):
+            return Delete(Table(*table), key)
+        case ("update", table, columns, row):
+            return Update(Table(*table), columns, row)
+    raise ValueError(f"journal: no write of the shape {value[:1]!r}")
+
+
+def _table(table: Table) -> tuple[Any, ...]:
+    return (table.name, table.key, table.columns, table.whole)
+
+
+def _resolve(futures: list[Future[Any]]) -> None:
+    for future in futures:
+        future.set_result(None)
+
+
+def _rollback(cur: duckdb.DuckDBPyConnection) -> None:
+    try:
+        cur.execute("ROLLBACK")
+    except duckdb.Error:
+        pass  # no transaction left to roll back (the failed statement was BEGIN or COMMIT)
+
+
 def _waiters(batch: _Batch) -> list[Future[Any]]:
     tasks = [seg.task_future for seg in batch.segments if seg.task_future is not None]
-    return [*batch.futures, *batch.checkpoints, *tasks]
+    return [*batch.futures, *batch.visible, *batch.checkpoints, *tasks]
 
 
 def _few_records(cur: duckdb.DuckDBPyConnection, table: Table, changes: dict[str, _RecordChange]) -> None:

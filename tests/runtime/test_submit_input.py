@@ -86,9 +86,9 @@ async def test_an_input_an_idle_session_takes_commits_with_its_turn(
             asked.append("commit")
         return submit(self, ops, durable=durable)
 
-    def recording_barrier(self: BatchWriter) -> Any:
+    def recording_barrier(self: BatchWriter, *, visible: bool = False) -> Any:
         asked.append("commit")
-        return barrier(self)
+        return barrier(self, visible=visible)
 
     provider.set_default("openai-chat", ChatStream().text("ok").finish().response())
     session = await Session.open(agent)
