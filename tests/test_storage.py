@@ -49,6 +49,7 @@ from openvaala_lsp.storage.codec import MODEL_CALL_COLUMNS, PENDING_INPUTS, TURN
 from openvaala_lsp.storage.duckdb_store import DuckDBStorage
 from openvaala_lsp.storage.migrations import LATEST_VERSION, migrate
 from openvaala_lsp.storage.opening import CONFIG, connect_file
+from openvaala_lsp.storage.sql import query_file
 from openvaala_lsp.storage.writer import Put
 
 T0 = dt.datetime(2025, 3, 1, 12, 0, tzinfo=dt.UTC)
@@ -538,11 +539,13 @@ async def main(path):
         Conversation(id="conv_j", created_at=now, updated_at=now),
         Session(id="sess_j", conversation_id="conv_j", created_at=now),
     )
-    writer._land = lambda cur, batch, seq: threading.Event().wait()  # DuckDB never gets the next batch
+    writer._land = lambda cur, group: threading.Event().wait()  # DuckDB never gets the next batches
     await storage.save_turn(Turn(id="turn_j", conversation_id="conv_j", session_id="sess_j", started_at=now))
-    it = Item(id="item_j", conversation_id="conv_j", session_id="sess_j", type=ItemType.USER_MESSAGE,
-              created_at=now, content=[Content(type="text", text="kept")])
-    print("ack", await storage.append_item(it, durable=True), flush=True)
+    for n in range(1, 4):  # each answered by a journal record of its own
+        it = Item(id=f"item_j{n}", conversation_id="conv_j", session_id="sess_j", type=ItemType.USER_MESSAGE,
+                  created_at=now, content=[Content(type="text", text=f"kept {n}")])
+        ordinal = await storage.append_item(it, durable=True)
+    print("ack", ordinal, flush=True)
     await asyncio.Event().wait()
 
 asyncio.run(main(sys.argv[1]))
@@ -559,19 +562,23 @@ def answered_then_killed(path: str) -> str:
     return line.strip()
 
 
-async def test_a_write_the_journal_answered_survives_a_kill_before_duckdbs_commit(db_path: str) -> None:
-    assert answered_then_killed(db_path) == "ack 1"
-    assert sql(db_path, "SELECT count(*) FROM items") == [(0,)]  # DuckDB never had it
-    for next_ordinal in (2, 3):  # replayed at the first open, and only then
+async def test_writes_the_journal_answered_survive_a_kill_before_duckdbs_commit(db_path: str) -> None:
+    assert answered_then_killed(db_path) == "ack 3"
+    assert sql(db_path, "SELECT count(*) FROM items") == [(0,)]  # DuckDB never had them
+    for next_ordinal in (4, 5):  # replayed at the first open, and only then
         storage = await DuckDBStorage.open(db_path)
         try:
-            (logged,) = await storage.get_items("conv_j", ["item_j"])
-            assert logged.ordinal == 1 and logged.item.content[0].text == "kept"
+            logged = await storage.get_items("conv_j", ["item_j1", "item_j2", "item_j3"])
+            assert [(x.ordinal, x.item.content[0].text) for x in logged] == [
+                (1, "kept 1"),
+                (2, "kept 2"),
+                (3, "kept 3"),
+            ]
             assert [t.id for t in await storage.get_turns("conv_j", ["turn_j"])] == ["turn_j"]  # its batch's too
             assert await storage.append_item(item("item_next", "conv_j", "sess_j"), durable=True) == next_ordinal
         finally:
             await storage.close()
-        assert sql(db_path, "SELECT count(*) FROM items WHERE item_id = 'item_j'") == [(1,)]
+        assert sql(db_path, "SELECT count(*) FROM items WHERE item_id LIKE 'item_j%'") == [(3,)]
 
 
 async def test_reads_wait_for_what_the_journal_answered(db_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -579,9 +586,12 @@ async def test_reads_wait_for_what_the_journal_answered(db_path: str, monkeypatc
     try:
         sess = await make_conversation(storage, "conv_a")
         held, land = threading.Event(), writer._land
-        monkeypatch.setattr(writer, "_land", lambda cur, batch, seq: (held.wait(WAIT), land(cur, batch, seq)))
+        monkeypatch.setattr(writer, "_land", lambda cur, group: (held.wait(WAIT), land(cur, group)))
         assert await storage.append_item(item("item_1", "conv_a", sess.id), durable=True) == 1  # answered
         await storage.flush()  # durable already: nothing to wait for
+        # the next batches are journaled while DuckDB is still at the first
+        assert await storage.append_item(item("item_2", "conv_a", sess.id), durable=True) == 2
+        assert await storage.append_item(item("item_3", "conv_a", sess.id), durable=True) == 3
         reads = [
             asyncio.ensure_future(storage.get_items("conv_a", ["item_1"])),
             asyncio.ensure_future(storage.query("SELECT count(*) FROM items", [], 10)),
@@ -590,14 +600,20 @@ async def test_reads_wait_for_what_the_journal_answered(db_path: str, monkeypatc
         assert not any(read.done() for read in reads)  # DuckDB has not committed it yet
         held.set()
         logged, counted = await asyncio.gather(*reads)
-        assert [x.item.id for x in logged] == ["item_1"] and counted.rows == [[1]]
+        assert [x.item.id for x in logged] == ["item_1"] and counted.rows == [[3]]
     finally:
         await storage.close()
 
 
+def test_sql_on_a_file_no_runtime_holds_sees_what_the_journal_answered(db_path: str) -> None:
+    assert answered_then_killed(db_path) == "ack 3"
+    job = query_file(db_path, "SELECT item_id FROM items ORDER BY ordinal", [], 10)
+    assert job.run().rows == [["item_j1"], ["item_j2"], ["item_j3"]]
+
+
 async def test_a_journal_is_replayed_into_its_own_database_only(tmp_path: Path) -> None:
     path = str(tmp_path / "a.duckdb")
-    assert answered_then_killed(path) == "ack 1"
+    assert answered_then_killed(path) == "ack 3"
     other = str(tmp_path / "b.duckdb")
     storage = await DuckDBStorage.open(other)
     await storage.close()
@@ -609,20 +625,21 @@ async def test_a_journal_is_replayed_into_its_own_database_only(tmp_path: Path) 
         storage = await DuckDBStorage.open(left)
         try:
             assert await storage.get_conversation("conv_j") is None
-            assert await storage.get_items("conv_j", ["item_j"]) == []
+            assert await storage.get_items("conv_j", ["item_j1"]) == []
         finally:
             await storage.close()
 
 
-async def test_a_damaged_journal_record_is_not_replayed(db_path: str) -> None:
-    assert answered_then_killed(db_path) == "ack 1"
+async def test_the_journal_ends_at_a_damaged_record(db_path: str) -> None:
+    assert answered_then_killed(db_path) == "ack 3"
     journal_file = Path(f"{db_path}.journal")
-    journal_file.write_bytes(journal_file.read_bytes()[:-1])  # cut short: as if the write never finished
+    journal_file.write_bytes(journal_file.read_bytes()[:-1])  # the last cut short: as if its write never finished
     storage = await DuckDBStorage.open(db_path)
     try:
-        assert await storage.get_items("conv_j", ["item_j"]) == []
-        assert await storage.get_conversation("conv_j") is not None  # committed before the held batch
-        assert await storage.append_item(item("item_next", "conv_j", "sess_j"), durable=True) == 1
+        logged = await storage.get_items("conv_j", ["item_j1", "item_j2", "item_j3"])
+        assert [x.item.id for x in logged] == ["item_j1", "item_j2"]
+        assert await storage.get_conversation("conv_j") is not None  # committed before the held batches
+        assert await storage.append_item(item("item_next", "conv_j", "sess_j"), durable=True) == 3
     finally:
         await storage.close()
 
@@ -733,6 +750,38 @@ async def test_a_journaled_batch_duckdb_refuses_loses_only_the_refused_write(
         assert (await ordinals_of(storage, "conv_a", limit=10, order=Order.ASC))[0] == [1, 2, 3]
     finally:
         await storage.close()
+
+
+async def test_journaled_batches_duckdb_takes_together_are_refused_one_by_one(
+    db_path: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    storage = await DuckDBStorage.open(db_path, flush_interval=NEVER)
+    try:
+        sess = await make_conversation(storage, "conv_a")
+        assert await storage.get_conversation("conv_a") is not None  # in DuckDB: a read waits for that
+        entered, held, land = threading.Event(), threading.Event(), writer._land
+        groups: list[int] = []
+
+        def held_land(cur: duckdb.DuckDBPyConnection, group: list[writer._Batch]) -> None:
+            groups.append(len(group))
+            entered.set()
+            held.wait(WAIT)
+            land(cur, group)
+
+        monkeypatch.setattr(writer, "_land", held_land)
+        await storage.append_item(item("item_1", "conv_a", sess.id), durable=True)  # DuckDB holds this one
+        assert await asyncio.to_thread(entered.wait, WAIT)
+        await storage.create_conversation(bad_conversation(), session("sess_bad", "conv_bad"))
+        await storage.append_item(item("item_2", "conv_a", sess.id), durable=True)
+        held.set()
+        assert (await ordinals_of(storage, "conv_a", limit=10, order=Order.ASC))[0] == [1, 2]
+        assert await storage.get_session("sess_bad") is None
+        # the two answered while DuckDB was held in one transaction, then one by one
+        assert groups == [1, 2, 1, 1], groups
+        assert "dropped 2 writes DuckDB refuses" in caplog.text
+    finally:
+        await storage.close()
+    assert sql(db_path, "SELECT seq FROM storage_journal") == [(4,)]  # every record is in DuckDB
 
 
 def bad_conversation() -> Conversation:

@@ -61,13 +61,24 @@ def connect_file(path: str) -> Connections:
 
 
 def open_journal(con: duckdb.DuckDBPyConnection, path: str) -> journal.Journal:
-    """The journal of the database file `path`, once DuckDB has its last record."""
-    database_id, seq = con.execute("SELECT id, seq FROM storage_journal").fetchall()[0]
+    """The journal of the database file `path`, once DuckDB has every record in it."""
+    database_id, seq = _journal_state(con)
     journal_path = journal.path_of(path)
-    record = journal.read(journal_path, database_id)
-    if record is not None and record[0] > seq:
+    missing = [record for record in journal.read(journal_path, database_id) if record[0] > seq]
+    if missing:
         from openvaala_lsp.storage import writer  # only after a kill: opening stays light otherwise
 
-        writer.replay(con, record)
-        seq = record[0]
+        writer.replay(con, missing)
+        seq = missing[-1][0]
     return journal.Journal(journal_path, database_id, seq)
+
+
+def journal_ahead(con: duckdb.DuckDBPyConnection, path: str) -> bool:
+    """The journal of the database file `path` holds writes DuckDB does not have (a runtime was killed)."""
+    database_id, seq = _journal_state(con)
+    return any(record[0] > seq for record in journal.read(journal.path_of(path), database_id))
+
+
+def _journal_state(con: duckdb.DuckDBPyConnection) -> tuple[str, int]:
+    database_id, seq = con.execute("SELECT id, seq FROM storage_journal").fetchall()[0]
+    return database_id, seq

@@ -33,7 +33,7 @@ from openvaala_lsp.storage.engine import duckdb
 from openvaala_lsp.storage.errors import QueryCancelled, QueryError
 from openvaala_lsp.storage.interfaces import SqlColumn, SqlResult
 from openvaala_lsp.storage.migrations import LATEST_VERSION, current_version, migrate
-from openvaala_lsp.storage.opening import connect
+from openvaala_lsp.storage.opening import connect, journal_ahead, open_journal
 from openvaala_lsp.storage.sql_values import Convert, converter, type_name
 
 log = logging.getLogger(__name__)
@@ -190,11 +190,12 @@ async def stop(job: QueryJob, done: Future[SqlResult]) -> None:
 def query_file(path: str, sql: str, parameters: list[Any], limit: int) -> QueryJob:
     """A job on a read-only connection of its own to `path`, for when no runtime holds the file; the
     connection closes with the job. A file an older openvaala wrote is brought to the current schema
-    first (the views the reports use are in it). Raises StorageLockedError if a process holds it."""
+    first (the views the reports use are in it), and given what its journal holds that it lacks (the
+    runtime was killed). Raises StorageLockedError if a process holds it."""
     con = _open(path, read_only=True)
-    if current_version(con) < LATEST_VERSION:
+    if current_version(con) < LATEST_VERSION or journal_ahead(con, path):
         con.close()
-        _open(path, read_only=False).close()  # opening read-write migrates; no runtime holds the file
+        _open(path, read_only=False).close()  # opening read-write migrates and replays; no runtime holds the file
         con = _open(path, read_only=True)
     try:
         con.execute("SET TimeZone = 'UTC'")  # TIMESTAMPTZ arithmetic and casts in UTC, as in the runtime
@@ -210,6 +211,7 @@ def _open(path: str, *, read_only: bool) -> duckdb.DuckDBPyConnection:
     con = connect(path, READ_ONLY_CONFIG)
     try:
         migrate(con, path)
+        open_journal(con, path).close()
     except BaseException:
         con.close()
         raise

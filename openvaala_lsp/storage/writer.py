@@ -1,8 +1,8 @@
-"""The one writer thread: every write is queued here and committed in batches (group commit).
+"""The writer: every write is queued here and committed in batches (group commit).
 
 Callers never touch DuckDB: `submit` only coalesces the write into the pending batch under a lock the
-thread holds just long enough to swap batches. The thread commits a batch when a durable write (or a
-barrier) asks for it, when the oldest queued write is `flush_interval` old, or when the batch is big.
+writer holds just long enough to swap batches. A batch is taken when a durable write (or a barrier)
+asks for it, when the oldest queued write is `flush_interval` old, or when the batch is big.
 
 Inside a batch, record writes are coalesced per key (last write wins) because DuckDB silently keeps
 the *first* of two rows with the same key in one upsert. A task (a read-modify-write such as a
@@ -10,7 +10,8 @@ conversation delete) closes the current segment, so it sees every write queued b
 queued after it; segments are applied in order in one transaction.
 
 A small batch that someone waits for is made durable by the journal (`journal.py`) first: its
-waiters are answered then, and DuckDB commits it behind them. Until that commit lands, a read waits
+waiters are answered then, and DuckDB commits it behind them, on a thread of its own, so the next
+batch is journaled while DuckDB works. Until DuckDB's commit lands, a read waits
 (`barrier(visible=True)`). DuckDB refusing a batch it was given after the journal is a bug in what
 was written (a NULL in a NOT NULL column, say): the batch is applied write by write, and a write
 DuckDB still refuses is dropped and logged, as it would have been (with its whole batch) before.
@@ -18,6 +19,8 @@ DuckDB still refuses is dropped and logged, as it would have been (with its whol
 
 from __future__ import annotations
 
+import collections
+import itertools
 import logging
 import pickle
 import threading
@@ -43,6 +46,7 @@ FEW_ROWS = 16  # up to this many rows of one table in a batch go by plain statem
 # Up to this many rows a batch someone waits for goes through the journal (a turn's writes are a
 # handful); bigger ones (imports, exports) commit straight to DuckDB, as nobody waits on them at a keystroke.
 JOURNAL_ROWS = 64
+JOURNAL_BYTES = 1 << 20  # past this size the journal starts over, once DuckDB has every record in it
 CHECKPOINT_ATTEMPTS = 20
 CHECKPOINT_RETRY_DELAY = 0.01
 
@@ -112,11 +116,15 @@ class _Batch:
     segments: list[_Segment] = attrs.Factory(lambda: [_Segment()])
     futures: list[Future[Any]] = attrs.Factory(list)  # resolved with None once durable (journal or commit)
     visible: list[Future[Any]] = attrs.Factory(list)  # resolved with None once DuckDB has committed
-    writes: list[Sequence[Op]] = attrs.Factory(list)  # each submit's ops, in order (for the journal)
     checkpoints: list[Future[Any]] = attrs.Factory(list)  # resolved after a CHECKPOINT that follows the commit
+    writes: list[Sequence[Op]] = attrs.Factory(list)  # each submit's ops, in order (for the journal)
     rows: int = 0
     urgent: bool = False
     first_at: float = 0.0
+    # once taken by the journal thread:
+    ready: bool = False  # the journal thread is done with it: the DuckDB thread may commit it
+    seq: int | None = None  # its journal record: its futures are resolved
+    last: bool = False  # the last batch: the writer stops after it
 
     @property
     def has_writes(self) -> bool:
@@ -135,29 +143,37 @@ def _new_future() -> Future[Any]:
 
 
 class BatchWriter:
+    """Two threads: the journal thread takes batches off the queue in order (and journals the small
+    ones someone waits for, answering them); the DuckDB thread commits them in the same order, several
+    journaled ones in one transaction when it falls behind. Neither waits for the other's disk."""
+
     def __init__(
         self, cursor: duckdb.DuckDBPyConnection, flush_interval: float, journal: journal.Journal | None = None
     ) -> None:
         self._cur = cursor
         self._interval = flush_interval
         self._journal = journal
-        self._cond = threading.Condition()
+        lock = threading.Lock()
+        self._cond = threading.Condition(lock)  # wakes the journal thread: a batch to take
+        self._landable = threading.Condition(lock)  # wakes the DuckDB thread: a batch to commit
         self._batch = _Batch()
-        self._in_flight = False
-        self._in_flight_durable = False  # the batch in flight is in the journal: only DuckDB's commit is left
+        self._flight: collections.deque[_Batch] = collections.deque()  # taken, not yet committed to DuckDB
+        self._landed_seq = journal.seq if journal is not None else 0  # DuckDB has every record up to it
         self._stopping = False
         self._dead: BaseException | None = None
         self._stopped: Future[None] = _new_future()
+        self._journal_thread = threading.Thread(target=self._run_journal, name="openvaala-storage-journal", daemon=True)
         self._thread = threading.Thread(target=self._run, name="openvaala-storage-writer", daemon=True)
 
     def start(self) -> None:
+        self._journal_thread.start()
         self._thread.start()
 
     # Called from the event loop thread (never blocks on DuckDB)
 
     def submit(self, ops: Sequence[Op], *, durable: bool) -> Future[Any] | None:
         """Queues `ops` atomically (same transaction). Durable, or with a `Run` (at most one): returns a
-        future resolved after the commit, with the task's result."""
+        future resolved once durable, or after the commit with the task's result."""
         future = _new_future() if durable or any(isinstance(op, Run) for op in ops) else None
         with self._cond:
             self._check_accepting()
@@ -180,10 +196,10 @@ class BatchWriter:
     def barrier(self, *, visible: bool = False) -> Future[Any]:
         """Resolved once every write queued so far is durable (with the batch's error if it failed);
         `visible`: once DuckDB has committed them too, so a read sees them. At once when there is
-        nothing to wait for (no round trip through the writer thread)."""
+        nothing to wait for (no round trip through the writer's threads)."""
         with self._cond:
             self._check_accepting()
-            if not self._batch.has_writes and (not self._in_flight or (self._in_flight_durable and not visible)):
+            if not self._batch.has_writes and not any(visible or b.seq is None for b in self._flight):
                 done: Future[Any] = Future()
                 done.set_result(None)
                 return done
@@ -194,17 +210,14 @@ class BatchWriter:
         return self._request(checkpoint=True)
 
     def answered_unseen(self) -> bool:
-        """A batch is in flight whose waiters the journal has answered: a read does not see it yet."""
+        """The journal has answered for writes DuckDB has not committed yet: a read would miss them."""
         with self._cond:
-            return self._in_flight_durable
+            return any(b.seq is not None for b in self._flight)
 
     def has_pending(self) -> bool:
+        """Writes queued or not yet committed to DuckDB."""
         with self._cond:
-            return self._pending()
-
-    def _pending(self) -> bool:
-        """Writes queued or committing (asked under the lock)."""
-        return self._in_flight or self._batch.has_writes
+            return bool(self._flight) or self._batch.has_writes
 
     def stop(self) -> Future[None]:
         """Commits what is queued, checkpoints and closes the writer's cursor; refuses later submits."""
@@ -227,7 +240,7 @@ class BatchWriter:
             self._check_accepting()
             batch = self._batch
             (batch.checkpoints if checkpoint else batch.visible if visible else batch.futures).append(future)
-            self._batch.urgent = True
+            batch.urgent = True
             self._cond.notify()
         return future
 
@@ -263,9 +276,10 @@ class BatchWriter:
                 return True
         return False
 
-    # The writer thread
+    # The journal thread
 
-    def _take(self) -> tuple[_Batch, bool]:
+    def _take(self) -> _Batch:
+        """The next batch, in flight from here on (a barrier asked meanwhile waits for it)."""
         with self._cond:
             while True:
                 batch = self._batch
@@ -279,25 +293,67 @@ class BatchWriter:
                 else:
                     self._cond.wait()
             self._batch = _Batch()
-            self._in_flight = True
-            return batch, self._stopping
+            batch.last = self._stopping
+            if self._dead is None:
+                self._flight.append(batch)
+            return batch
+
+    def _run_journal(self) -> None:
+        try:
+            while True:
+                batch = self._take()
+                if self._dead is not None:  # the DuckDB thread died: nothing more is answered
+                    for future in _waiters(batch):
+                        future.set_exception(self._dead)
+                    return
+                self._journaled(batch)
+                with self._cond:
+                    batch.ready = True
+                    self._landable.notify()
+                if batch.last:
+                    return
+        except BaseException as exc:  # a bug: report it to every waiter rather than leave them hanging
+            log.exception("storage journal thread died")
+            self._die(exc)
+        finally:
+            if self._journal is not None:
+                self._journal.close()
+
+    def _journaled(self, batch: _Batch) -> None:
+        """Puts a small batch someone waits for in the journal and answers them (`batch.seq`); any
+        other batch is answered once DuckDB has committed it."""
+        if self._journal is None or not batch.futures or not batch.has_writes:
+            return
+        if batch.rows > JOURNAL_ROWS or batch.has_tasks:
+            return
+        with self._cond:
+            caught_up = self._landed_seq == self._journal.seq
+        try:
+            if caught_up and self._journal.size > JOURNAL_BYTES:
+                self._journal.clear()  # every record in it is in DuckDB
+            seq = self._journal.write([[_encode(op) for op in ops] for ops in batch.writes])
+        except (OSError, pickle.PicklingError):
+            log.warning("storage: the journal did not take a batch; it commits to DuckDB first", exc_info=True)
+            return
+        with self._cond:
+            batch.seq = seq
+        _resolve(batch.futures)
+
+    # The DuckDB thread
 
     def _run(self) -> None:
         try:
             while True:
-                batch, last = self._take()
-                try:
-                    self._commit(batch)
-                finally:
-                    self._landed()  # done by `_commit` before its waiters wake; here if it raised
-                if last:
+                group = self._next_group()
+                if group is None:
+                    break
+                self._commit(group)
+                if group[-1].last:
                     break
         except BaseException as exc:  # a bug: report it to every waiter rather than leave them hanging
             log.exception("storage writer died")
             self._die(exc)
             self._cur.close()
-            if self._journal is not None:
-                self._journal.close()
             self._stopped.set_exception(exc)
             return
         try:
@@ -307,32 +363,55 @@ class BatchWriter:
             log.warning("storage: CHECKPOINT at close failed", exc_info=True)
         finally:
             self._cur.close()
-            if self._journal is not None:
-                self._journal.close()
-        self._stopped.set_result(None)
+        self._journal_thread.join()  # it closes the journal once it has handed over its last batch
+        if self._dead is not None:
+            self._stopped.set_exception(self._dead)
+        else:
+            self._stopped.set_result(None)
+
+    def _next_group(self) -> list[_Batch] | None:
+        """The oldest batch the journal thread is done with; with the journaled ones right after it
+        if it is journaled (one transaction for all). None once the journal thread has died."""
+        with self._cond:
+            while not (self._flight and self._flight[0].ready):
+                if self._dead is not None:
+                    return None
+                self._landable.wait()
+            group = [self._flight[0]]
+            if group[0].seq is not None:
+                for batch in itertools.islice(self._flight, 1, None):
+                    if not batch.ready or batch.seq is None or group[-1].last:
+                        break
+                    group.append(batch)
+            return group
 
     def _die(self, exc: BaseException) -> None:
         with self._cond:
             self._stopping = True
             self._dead = exc
-            batch, self._batch = self._batch, _Batch()
-        for future in _waiters(batch):
-            future.set_exception(exc)
-
-    def _commit(self, batch: _Batch) -> None:
-        seq = self._journaled(batch)
-        results: list[tuple[Future[Any], Any]] = []
-        if seq is not None:
-            try:
-                _land(self._cur, batch, seq)
-            except Exception as exc:
-                # what the journal answered for is in no DuckDB commit: take nothing more (the journal
-                # keeps it for the next open to replay)
-                self._landed()
-                for future in [*batch.visible, *batch.checkpoints]:
+            batches = [self._batch, *self._flight]
+            self._batch, self._flight = _Batch(), collections.deque()
+            self._cond.notify()
+            self._landable.notify()
+        for batch in batches:
+            for future in _waiters(batch):
+                if not future.done():
                     future.set_exception(exc)
-                raise
-        elif batch.has_writes:
+
+    def _commit(self, group: list[_Batch]) -> None:
+        if group[0].seq is not None:
+            # if this raises, what the journal answered for is in no DuckDB commit: the writer takes
+            # nothing more (`_run`), and the journal keeps it for the next open to replay
+            _land(self._cur, group)
+            self._landed(group)
+            for batch in group:
+                _resolve(batch.visible)
+                if batch.checkpoints:
+                    self._checkpoint(batch.checkpoints)
+            return
+        [batch] = group
+        results: list[tuple[Future[Any], Any]] = []
+        if batch.has_writes:
             try:
                 self._cur.execute("BEGIN")
                 for seg in batch.segments:
@@ -344,37 +423,24 @@ class BatchWriter:
                 # Never COMMIT after an error: DuckDB would return normally and roll back.
                 _rollback(self._cur)
                 log.error("storage: a batch of %d writes failed and was rolled back", batch.rows, exc_info=exc)
-                self._landed()
+                self._landed(group)
                 for future in _waiters(batch):
                     future.set_exception(exc)
                 return
-        self._landed()
+        self._landed(group)
         for future, result in results:
             future.set_result(result)
-        _resolve(batch.visible if seq is not None else [*batch.futures, *batch.visible])
+        _resolve([*batch.futures, *batch.visible])
         if batch.checkpoints:
             self._checkpoint(batch.checkpoints)
 
-    def _journaled(self, batch: _Batch) -> int | None:
-        """Puts a small batch someone waits for in the journal and answers them; the record's number,
-        None if the batch commits to DuckDB first."""
-        if self._journal is None or not batch.futures or batch.rows > JOURNAL_ROWS or batch.has_tasks:
-            return None
-        try:
-            seq = self._journal.write([[_encode(op) for op in ops] for ops in batch.writes])
-        except (OSError, pickle.PicklingError):
-            log.warning("storage: the journal did not take a batch; it commits to DuckDB first", exc_info=True)
-            return None
+    def _landed(self, group: list[_Batch]) -> None:
+        """The batches are committed (or rolled back): out of flight before their waiters wake, so a
+        barrier they ask for next finds nothing in flight and is done at once."""
         with self._cond:
-            self._in_flight_durable = True
-        _resolve(batch.futures)
-        return seq
-
-    def _landed(self) -> None:
-        """The batch is committed (or rolled back): cleared before its waiters wake, so a barrier
-        they ask for next finds nothing in flight and is done at once."""
-        with self._cond:
-            self._in_flight = self._in_flight_durable = False
+            for _ in group:
+                self._flight.popleft()
+            self._landed_seq = max([self._landed_seq, *(b.seq for b in group if b.seq is not None)])
 
     def _checkpoint_now(self) -> None:
         # CHECKPOINT fails while another transaction is open (a read in flight); reads are short
@@ -431,24 +497,30 @@ def _apply(cur: duckdb.DuckDBPyConnection, seg: _Segment) -> None:
             _flush(cur.appender(name, columns=list(columns)), rows)
 
 
-def _land(cur: duckdb.DuckDBPyConnection, batch: _Batch, seq: int) -> None:
-    """Commits a batch the journal holds as record `seq`, with the number; write by write if DuckDB
-    refuses it whole (see the module's doc)."""
+def _land(cur: duckdb.DuckDBPyConnection, group: Sequence[_Batch]) -> None:
+    """Commits journaled batches in one transaction, with the last one's record number; one by one,
+    and write by write, if DuckDB refuses them (see the module's doc)."""
+    seq = group[-1].seq
     try:
         cur.execute("BEGIN")
-        for seg in batch.segments:
-            _apply(cur, seg)
+        for batch in group:
+            for seg in batch.segments:
+                _apply(cur, seg)
         _statement(cur, _SET_SEQ, [(seq,)])
         cur.execute("COMMIT")
         return
     except Exception:
         _rollback(cur)
+        if len(group) > 1:
+            for batch in group:
+                _land(cur, [batch])
+            return
         log.error(
             "storage: DuckDB refused a batch of %d writes the journal holds; applying them one by one",
-            batch.rows,
+            group[0].rows,
             exc_info=True,
         )
-    for ops in batch.writes:
+    for ops in group[0].writes:
         one = _Batch()
         for op in ops:
             BatchWriter._add(one, op, None)
@@ -465,18 +537,22 @@ def _land(cur: duckdb.DuckDBPyConnection, batch: _Batch, seq: int) -> None:
     cur.execute("COMMIT")
 
 
-def replay(cur: duckdb.DuckDBPyConnection, record: tuple[int, Any]) -> None:
-    """Commits the journal's record (`journal.read`) DuckDB does not have: the writer was killed
+def replay(cur: duckdb.DuckDBPyConnection, records: list[tuple[int, Any]]) -> None:
+    """Commits the journal's records (`journal.read`) DuckDB does not have: the writer was killed
     between the two."""
-    seq, writes = record
-    batch = _Batch()
-    for encoded in writes:
-        ops = [_decode(op) for op in encoded]
-        for op in ops:
-            BatchWriter._add(batch, op, None)
-        batch.writes.append(ops)
-    _land(cur, batch, seq)
-    log.warning("storage: %d writes a stopped writer had answered for came from the journal", batch.rows)
+    group = []
+    for seq, writes in records:
+        batch = _Batch(seq=seq)
+        for encoded in writes:
+            ops = [_decode(op) for op in encoded]
+            for op in ops:
+                BatchWriter._add(batch, op, None)
+            batch.writes.append(ops)
+        group.append(batch)
+    _land(cur, group)
+    log.warning(
+        "storage: %d writes a stopped writer had answered for came from the journal", sum(b.rows for b in group)
+    )
 
 
 _SET_SEQ = "UPDATE storage_journal SET seq = ?"

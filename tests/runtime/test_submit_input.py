@@ -106,9 +106,17 @@ async def test_an_input_an_idle_session_takes_commits_with_its_turn(
     commits: list[set[str]] = []
     original = BatchWriter._commit
 
-    def recording_commit(self: BatchWriter, batch: Any) -> None:
-        commits.append({table.name for segment in batch.segments for table, rows in segment.records.items() if rows})
-        original(self, batch)
+    def recording_commit(self: BatchWriter, group: Any) -> None:
+        commits.append(
+            {
+                table.name
+                for batch in group
+                for segment in batch.segments
+                for table, rows in segment.records.items()
+                if rows
+            }
+        )
+        original(self, group)
 
     monkeypatch.setattr(BatchWriter, "_commit", recording_commit)
     await session.submit("again")
