@@ -505,10 +505,15 @@ def run_and_kill(path: str, run: str, acks: int) -> list[tuple[int, str, str]]:
 
 
 async def test_acknowledged_writes_survive_sigkill_and_ordinals_continue(db_path: str) -> None:
-    acked = run_and_kill(db_path, "r1", 25)
-    acked += run_and_kill(db_path, "r2", 25)  # the second run reopens the file the first one left
+    first = run_and_kill(db_path, "r1", 25)
+    second = run_and_kill(db_path, "r2", 25)  # the second run reopens the file the first one left
+    acked = first + second
     ordinals = [ordinal for ordinal, _, _ in acked]
-    assert ordinals == list(range(1, len(acked) + 1))
+    assert ordinals[: len(first)] == list(range(1, len(first) + 1))
+    # the second run goes on from the first's last durable item: the one it acknowledged, or one it
+    # made durable (the journal) but was killed before acknowledging
+    assert ordinals[len(first)] - ordinals[len(first) - 1] in (1, 2)
+    assert ordinals[len(first) :] == list(range(ordinals[len(first)], ordinals[len(first)] + len(second)))
 
     storage = await DuckDBStorage.open(db_path)
     try:
@@ -601,6 +606,64 @@ async def test_reads_wait_for_what_the_journal_answered(db_path: str, monkeypatc
         held.set()
         logged, counted = await asyncio.gather(*reads)
         assert [x.item.id for x in logged] == ["item_1"] and counted.rows == [[3]]
+    finally:
+        await storage.close()
+
+
+async def test_the_journal_answers_no_further_ahead_of_duckdb_than_max_in_flight(
+    db_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    storage = await DuckDBStorage.open(db_path, flush_interval=NEVER)
+    try:
+        sess = await make_conversation(storage, "conv_a")
+        assert await storage.get_conversation("conv_a") is not None  # in DuckDB: a read waits for that
+        monkeypatch.setattr(writer, "MAX_IN_FLIGHT", 3)
+        entered, held, land = threading.Event(), threading.Event(), writer._land
+
+        def held_land(cur: duckdb.DuckDBPyConnection, group: list[writer._Batch]) -> None:
+            entered.set()
+            held.wait(WAIT)
+            land(cur, group)
+
+        monkeypatch.setattr(writer, "_land", held_land)
+        await storage.append_item(item("item_1", "conv_a", sess.id), durable=True)
+        assert await asyncio.to_thread(entered.wait, WAIT)  # DuckDB holds it
+        writes = []
+        for i in range(2, 6):  # one at a time: each its own batch
+            writes.append(
+                asyncio.ensure_future(storage.append_item(item(f"item_{i}", "conv_a", sess.id), durable=True))
+            )
+            await asyncio.sleep(0.05)
+        assert [w.done() for w in writes] == [True, True, False, False]  # three batches in flight at most
+        held.set()
+        assert await asyncio.gather(*writes) == [2, 3, 4, 5]
+    finally:
+        await storage.close()
+
+
+async def test_when_duckdb_fails_behind_the_journal_the_writer_stops_and_the_next_open_has_it(
+    db_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    storage = await DuckDBStorage.open(db_path, flush_interval=NEVER)
+    sess = await make_conversation(storage, "conv_a")
+    assert await storage.get_conversation("conv_a") is not None  # in DuckDB: a read waits for that
+
+    def failing_land(cur: duckdb.DuckDBPyConnection, group: list[writer._Batch]) -> None:
+        raise duckdb.IOException("disk gone")  # not a refusal of what was written: DuckDB itself fails
+
+    monkeypatch.setattr(writer, "_land", failing_land)
+    assert await storage.append_item(item("item_1", "conv_a", sess.id), durable=True) == 1  # the journal has it
+    await asyncio.to_thread(storage._writer._thread.join, WAIT)  # the DuckDB thread gave up
+    with pytest.raises(StorageError, match="writer stopped"):  # a read would miss item_1
+        await storage.get_items("conv_a", ["item_1"])
+    with pytest.raises(StorageError, match="writer stopped"):
+        await storage.append_item(item("item_2", "conv_a", sess.id), durable=True)
+    with pytest.raises(duckdb.IOException):  # the writer's own error
+        await storage.close()
+    monkeypatch.undo()
+    storage = await DuckDBStorage.open(db_path)
+    try:
+        assert [x.item.id for x in await storage.get_items("conv_a", ["item_1", "item_2"])] == ["item_1"]
     finally:
         await storage.close()
 

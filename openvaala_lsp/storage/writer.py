@@ -47,6 +47,7 @@ FEW_ROWS = 16  # up to this many rows of one table in a batch go by plain statem
 # handful); bigger ones (imports, exports) commit straight to DuckDB, as nobody waits on them at a keystroke.
 JOURNAL_ROWS = 64
 JOURNAL_BYTES = 1 << 20  # past this size the journal starts over, once DuckDB has every record in it
+MAX_IN_FLIGHT = 64  # batches taken and not yet in DuckDB: past it, the journal thread waits for DuckDB
 CHECKPOINT_ATTEMPTS = 20
 CHECKPOINT_RETRY_DELAY = 0.01
 
@@ -215,8 +216,11 @@ class BatchWriter:
             return any(b.seq is not None for b in self._flight)
 
     def has_pending(self) -> bool:
-        """Writes queued or not yet committed to DuckDB."""
+        """Writes queued or not yet committed to DuckDB. Raises StorageError once the writer died: a
+        read could miss what it answered for."""
         with self._cond:
+            if self._dead is not None:
+                raise StorageError("the storage writer stopped") from self._dead
             return bool(self._flight) or self._batch.has_writes
 
     def stop(self) -> Future[None]:
@@ -283,6 +287,9 @@ class BatchWriter:
         with self._cond:
             while True:
                 batch = self._batch
+                if len(self._flight) >= MAX_IN_FLIGHT and not self._stopping:
+                    self._cond.wait()  # DuckDB is far behind: answer no more until it catches up
+                    continue
                 if self._stopping or batch.urgent:
                     break
                 if batch.has_writes:
@@ -440,6 +447,7 @@ class BatchWriter:
         with self._cond:
             for _ in group:
                 self._flight.popleft()
+            self._cond.notify()  # the journal thread, if it waits for DuckDB (MAX_IN_FLIGHT)
             self._landed_seq = max([self._landed_seq, *(b.seq for b in group if b.seq is not None)])
 
     def _checkpoint_now(self) -> None:
