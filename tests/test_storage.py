@@ -668,6 +668,27 @@ async def test_when_duckdb_fails_behind_the_journal_the_writer_stops_and_the_nex
         await storage.close()
 
 
+async def test_journaled_batches_wait_to_commit_together_until_a_read_needs_them(
+    db_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    storage = await DuckDBStorage.open(db_path, flush_interval=NEVER)
+    try:
+        sess = await make_conversation(storage, "conv_a")
+        assert await storage.get_conversation("conv_a") is not None  # in DuckDB: a read waits for that
+        monkeypatch.setattr(writer, "LAND_DELAY", 3600.0)
+        groups: list[int] = []
+        land = writer._land
+        monkeypatch.setattr(writer, "_land", lambda cur, group: (groups.append(len(group)), land(cur, group)))
+        for i in range(1, 4):
+            assert await storage.append_item(item(f"item_{i}", "conv_a", sess.id), durable=True) == i
+        assert groups == []  # answered by the journal; DuckDB waits for more
+        async with asyncio.timeout(WAIT):  # the read does not wait out LAND_DELAY
+            logged = await storage.get_items("conv_a", ["item_1", "item_2", "item_3"])
+        assert len(logged) == 3 and groups == [3]  # one DuckDB transaction for the three
+    finally:
+        await storage.close()
+
+
 def test_sql_on_a_file_no_runtime_holds_sees_what_the_journal_answered(db_path: str) -> None:
     assert answered_then_killed(db_path) == "ack 3"
     job = query_file(db_path, "SELECT item_id FROM items ORDER BY ordinal", [], 10)

@@ -11,10 +11,14 @@ queued after it; segments are applied in order in one transaction.
 
 A small batch that someone waits for is made durable by the journal (`journal.py`) first: its
 waiters are answered then, and DuckDB commits it behind them, on a thread of its own, so the next
-batch is journaled while DuckDB works. Until DuckDB's commit lands, a read waits
-(`barrier(visible=True)`). DuckDB refusing a batch it was given after the journal is a bug in what
-was written (a NULL in a NOT NULL column, say): the batch is applied write by write, and a write
-DuckDB still refuses is dropped and logged, as it would have been (with its whole batch) before.
+batch is journaled while DuckDB works. DuckDB's thread lets journaled batches gather for up to
+LAND_DELAY and commits them in one transaction: a turn's quick steps then run beside one DuckDB commit
+instead of one per step. A read waits for that commit (`barrier(visible=True)`), and asks for it at
+once, as a checkpoint, a batch that is not journaled and the writer's stop do.
+
+DuckDB refusing a batch it was given after the journal is a bug in what was written (a NULL in a
+NOT NULL column, say): the batch is applied write by write, and a write DuckDB still refuses is
+dropped and logged, as it would have been (with its whole batch) before.
 """
 
 from __future__ import annotations
@@ -47,6 +51,8 @@ FEW_ROWS = 16  # up to this many rows of one table in a batch go by plain statem
 # handful); bigger ones (imports, exports) commit straight to DuckDB, as nobody waits on them at a keystroke.
 JOURNAL_ROWS = 64
 JOURNAL_BYTES = 1 << 20  # past this size the journal starts over, once DuckDB has every record in it
+# A journaled batch waits this long for more to commit with it, unless someone waits for DuckDB
+LAND_DELAY = 0.05
 MAX_IN_FLIGHT = 64  # batches taken and not yet in DuckDB: past it, the journal thread waits for DuckDB
 CHECKPOINT_ATTEMPTS = 20
 CHECKPOINT_RETRY_DELAY = 0.01
@@ -126,6 +132,7 @@ class _Batch:
     ready: bool = False  # the journal thread is done with it: the DuckDB thread may commit it
     seq: int | None = None  # its journal record: its futures are resolved
     last: bool = False  # the last batch: the writer stops after it
+    taken_at: float = 0.0
 
     @property
     def has_writes(self) -> bool:
@@ -301,6 +308,7 @@ class BatchWriter:
                     self._cond.wait()
             self._batch = _Batch()
             batch.last = self._stopping
+            batch.taken_at = time.monotonic()
             if self._dead is None:
                 self._flight.append(batch)
             return batch
@@ -378,12 +386,23 @@ class BatchWriter:
 
     def _next_group(self) -> list[_Batch] | None:
         """The oldest batch the journal thread is done with; with the journaled ones right after it
-        if it is journaled (one transaction for all). None once the journal thread has died."""
+        if it is journaled (one transaction for all). None once the journal thread has died.
+
+        A journaled batch waits up to LAND_DELAY for more to join it, unless someone waits for
+        DuckDB (a read, a checkpoint, a batch that is not journaled, the last one): its waiters are
+        answered, and a turn's quick steps (a tool call, its result, the next request) then do not
+        share the machine with a DuckDB commit of each of their writes."""
         with self._cond:
-            while not (self._flight and self._flight[0].ready):
+            while True:
                 if self._dead is not None:
                     return None
-                self._landable.wait()
+                if self._flight and self._flight[0].ready:
+                    left = self._flight[0].taken_at + LAND_DELAY - time.monotonic()
+                    if left <= 0 or self._stopping or self._awaited():
+                        break
+                    self._landable.wait(left)
+                else:
+                    self._landable.wait()
             group = [self._flight[0]]
             if group[0].seq is not None:
                 for batch in itertools.islice(self._flight, 1, None):
@@ -391,6 +410,13 @@ class BatchWriter:
                         break
                     group.append(batch)
             return group
+
+    def _awaited(self) -> bool:
+        """Someone waits for DuckDB to commit what is in flight (asked under the lock)."""
+        return len(self._flight) >= MAX_IN_FLIGHT // 2 or any(
+            batch.visible or batch.checkpoints or batch.last or (batch.ready and batch.seq is None)
+            for batch in self._flight
+        )
 
     def _die(self, exc: BaseException) -> None:
         with self._cond:

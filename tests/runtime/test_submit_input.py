@@ -121,6 +121,7 @@ async def test_an_input_an_idle_session_takes_commits_with_its_turn(
     monkeypatch.setattr(BatchWriter, "_commit", recording_commit)
     await session.submit("again")
     await session.turn_completed(2)
+    await agent.call("listItems", {"conversationId": session.id})  # a read: DuckDB commits what the journal holds
     assert commits and all("pending_inputs" not in tables for tables in commits), commits
 
 
