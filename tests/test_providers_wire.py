@@ -26,6 +26,7 @@ from openvaala_lsp.providers.openai_chat import ChatTranslator, chat_body
 from openvaala_lsp.providers.openai_responses import ResponsesTranslator, responses_body
 from openvaala_lsp.providers.retry import RetryPolicy, retry_after_seconds
 from openvaala_lsp.providers.sse import SSEEvent
+from openvaala_lsp.providers.wire import load_object
 
 SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
 TOOL = ToolSpec(name="read_file", description="Read a file", parameters=SCHEMA)
@@ -315,6 +316,22 @@ def test_invalid_json_frame_is_a_stream_error(translator: Any) -> None:
     with pytest.raises(ProviderError) as caught:
         translator().feed(sse("{not json"))
     assert caught.value.kind == "streamError"
+
+
+@pytest.mark.parametrize(
+    ("frame", "value"),
+    [
+        ('{"n": NaN}', float("nan")),
+        ('{"n": "\\ud83d"}', "\ud83d"),  # half of an emoji's surrogate pair, as a stream may split it
+    ],
+)
+def test_frames_orjson_refuses_are_read_as_the_json_module_reads_them(frame: str, value: Any) -> None:
+    assert repr(load_object(frame)["n"]) == repr(value)
+
+
+def test_a_frame_that_is_not_an_object_is_a_stream_error() -> None:
+    with pytest.raises(ProviderError, match="unexpected JSON"):
+        load_object("[1, 2]")
 
 
 # Error kinds.
