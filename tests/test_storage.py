@@ -586,59 +586,82 @@ async def test_writes_the_journal_answered_survive_a_kill_before_duckdbs_commit(
         assert sql(db_path, "SELECT count(*) FROM items WHERE item_id LIKE 'item_j%'") == [(3,)]
 
 
-async def test_reads_wait_for_what_the_journal_answered(db_path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+async def conv_a(db_path: str) -> AsyncIterator[tuple[DuckDBStorage, Session]]:
+    """A store that commits only when asked (NEVER flushes on its own), with conversation conv_a."""
     storage = await DuckDBStorage.open(db_path, flush_interval=NEVER)
     try:
-        sess = await make_conversation(storage, "conv_a")
-        held, land = threading.Event(), writer._land
-        monkeypatch.setattr(writer, "_land", lambda cur, group: (held.wait(WAIT), land(cur, group)))
-        assert await storage.append_item(item("item_1", "conv_a", sess.id), durable=True) == 1  # answered
-        await storage.flush()  # durable already: nothing to wait for
-        # the next batches are journaled while DuckDB is still at the first
-        assert await storage.append_item(item("item_2", "conv_a", sess.id), durable=True) == 2
-        assert await storage.append_item(item("item_3", "conv_a", sess.id), durable=True) == 3
-        reads = [
-            asyncio.ensure_future(storage.get_items("conv_a", ["item_1"])),
-            asyncio.ensure_future(storage.query("SELECT count(*) FROM items", [], 10)),
-        ]
-        await asyncio.sleep(0.2)
-        assert not any(read.done() for read in reads)  # DuckDB has not committed it yet
-        held.set()
-        logged, counted = await asyncio.gather(*reads)
-        assert [x.item.id for x in logged] == ["item_1"] and counted.rows == [[3]]
+        yield storage, await make_conversation(storage, "conv_a")
     finally:
         await storage.close()
+
+
+@attrs.define
+class HeldDuckDB:
+    """DuckDB's commits of journaled batches, held until `release`; `groups` has each one's batch count."""
+
+    entered: threading.Event = attrs.Factory(threading.Event)  # the first commit is held
+    released: threading.Event = attrs.Factory(threading.Event)
+    groups: list[int] = attrs.Factory(list)
+
+    def release(self) -> None:
+        self.released.set()
+
+
+async def hold_duckdb(storage: DuckDBStorage, monkeypatch: pytest.MonkeyPatch, *, held: bool = True) -> HeldDuckDB:
+    """From now on DuckDB's commits of journaled batches wait for `release()` (at once if not
+    `held`); what was written before is in DuckDB already."""
+    await storage.list_conversations(cursor=None, limit=1, order=Order.ASC, archived=None, query=None)
+    hold, land = HeldDuckDB(), writer._land
+    if not held:
+        hold.release()
+
+    def held_land(cur: duckdb.DuckDBPyConnection, group: list[writer._Batch]) -> None:
+        hold.groups.append(len(group))
+        hold.entered.set()
+        hold.released.wait(WAIT)
+        land(cur, group)
+
+    monkeypatch.setattr(writer, "_land", held_land)
+    return hold
+
+
+async def test_reads_wait_for_what_the_journal_answered(
+    conv_a: tuple[DuckDBStorage, Session], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    storage, sess = conv_a
+    duckdb_held = await hold_duckdb(storage, monkeypatch)
+    assert await storage.append_item(item("item_1", "conv_a", sess.id), durable=True) == 1  # answered
+    await storage.flush()  # durable already: nothing to wait for
+    # the next batches are journaled while DuckDB is still at the first
+    assert await storage.append_item(item("item_2", "conv_a", sess.id), durable=True) == 2
+    assert await storage.append_item(item("item_3", "conv_a", sess.id), durable=True) == 3
+    reads = [
+        asyncio.ensure_future(storage.get_items("conv_a", ["item_1"])),
+        asyncio.ensure_future(storage.query("SELECT count(*) FROM items", [], 10)),
+    ]
+    await asyncio.sleep(0.2)
+    assert not any(read.done() for read in reads)  # DuckDB has not committed it yet
+    duckdb_held.release()
+    logged, counted = await asyncio.gather(*reads)
+    assert [x.item.id for x in logged] == ["item_1"] and counted.rows == [[3]]
 
 
 async def test_the_journal_answers_no_further_ahead_of_duckdb_than_max_in_flight(
-    db_path: str, monkeypatch: pytest.MonkeyPatch
+    conv_a: tuple[DuckDBStorage, Session], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    storage = await DuckDBStorage.open(db_path, flush_interval=NEVER)
-    try:
-        sess = await make_conversation(storage, "conv_a")
-        assert await storage.get_conversation("conv_a") is not None  # in DuckDB: a read waits for that
-        monkeypatch.setattr(writer, "MAX_IN_FLIGHT", 3)
-        entered, held, land = threading.Event(), threading.Event(), writer._land
-
-        def held_land(cur: duckdb.DuckDBPyConnection, group: list[writer._Batch]) -> None:
-            entered.set()
-            held.wait(WAIT)
-            land(cur, group)
-
-        monkeypatch.setattr(writer, "_land", held_land)
-        await storage.append_item(item("item_1", "conv_a", sess.id), durable=True)
-        assert await asyncio.to_thread(entered.wait, WAIT)  # DuckDB holds it
-        writes = []
-        for i in range(2, 6):  # one at a time: each its own batch
-            writes.append(
-                asyncio.ensure_future(storage.append_item(item(f"item_{i}", "conv_a", sess.id), durable=True))
-            )
-            await asyncio.sleep(0.05)
-        assert [w.done() for w in writes] == [True, True, False, False]  # three batches in flight at most
-        held.set()
-        assert await asyncio.gather(*writes) == [2, 3, 4, 5]
-    finally:
-        await storage.close()
+    storage, sess = conv_a
+    monkeypatch.setattr(writer, "MAX_IN_FLIGHT", 3)
+    duckdb_held = await hold_duckdb(storage, monkeypatch)
+    await storage.append_item(item("item_1", "conv_a", sess.id), durable=True)
+    assert await asyncio.to_thread(duckdb_held.entered.wait, WAIT)  # DuckDB holds it
+    writes = []
+    for i in range(2, 6):  # one at a time: each its own batch
+        writes.append(asyncio.ensure_future(storage.append_item(item(f"item_{i}", "conv_a", sess.id), durable=True)))
+        await asyncio.sleep(0.05)
+    assert [w.done() for w in writes] == [True, True, False, False]  # three batches in flight at most
+    duckdb_held.release()
+    assert await asyncio.gather(*writes) == [2, 3, 4, 5]
 
 
 async def test_when_duckdb_fails_behind_the_journal_the_writer_stops_and_the_next_open_has_it(
@@ -646,7 +669,7 @@ async def test_when_duckdb_fails_behind_the_journal_the_writer_stops_and_the_nex
 ) -> None:
     storage = await DuckDBStorage.open(db_path, flush_interval=NEVER)
     sess = await make_conversation(storage, "conv_a")
-    assert await storage.get_conversation("conv_a") is not None  # in DuckDB: a read waits for that
+    await hold_duckdb(storage, monkeypatch, held=False)  # what came before is in DuckDB
 
     def failing_land(cur: duckdb.DuckDBPyConnection, group: list[writer._Batch]) -> None:
         raise duckdb.IOException("disk gone")  # not a refusal of what was written: DuckDB itself fails
@@ -669,24 +692,17 @@ async def test_when_duckdb_fails_behind_the_journal_the_writer_stops_and_the_nex
 
 
 async def test_journaled_batches_wait_to_commit_together_until_a_read_needs_them(
-    db_path: str, monkeypatch: pytest.MonkeyPatch
+    conv_a: tuple[DuckDBStorage, Session], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    storage = await DuckDBStorage.open(db_path, flush_interval=NEVER)
-    try:
-        sess = await make_conversation(storage, "conv_a")
-        assert await storage.get_conversation("conv_a") is not None  # in DuckDB: a read waits for that
-        monkeypatch.setattr(writer, "LAND_DELAY", 3600.0)
-        groups: list[int] = []
-        land = writer._land
-        monkeypatch.setattr(writer, "_land", lambda cur, group: (groups.append(len(group)), land(cur, group)))
-        for i in range(1, 4):
-            assert await storage.append_item(item(f"item_{i}", "conv_a", sess.id), durable=True) == i
-        assert groups == []  # answered by the journal; DuckDB waits for more
-        async with asyncio.timeout(WAIT):  # the read does not wait out LAND_DELAY
-            logged = await storage.get_items("conv_a", ["item_1", "item_2", "item_3"])
-        assert len(logged) == 3 and groups == [3]  # one DuckDB transaction for the three
-    finally:
-        await storage.close()
+    storage, sess = conv_a
+    monkeypatch.setattr(writer, "LAND_DELAY", 3600.0)
+    groups = (await hold_duckdb(storage, monkeypatch, held=False)).groups
+    for i in range(1, 4):
+        assert await storage.append_item(item(f"item_{i}", "conv_a", sess.id), durable=True) == i
+    assert groups == []  # answered by the journal; DuckDB waits for more
+    async with asyncio.timeout(WAIT):  # the read does not wait out LAND_DELAY
+        logged = await storage.get_items("conv_a", ["item_1", "item_2", "item_3"])
+    assert len(logged) == 3 and groups == [3]  # one DuckDB transaction for the three
 
 
 def test_sql_on_a_file_no_runtime_holds_sees_what_the_journal_answered(db_path: str) -> None:
@@ -842,26 +858,16 @@ async def test_journaled_batches_duckdb_takes_together_are_refused_one_by_one(
     storage = await DuckDBStorage.open(db_path, flush_interval=NEVER)
     try:
         sess = await make_conversation(storage, "conv_a")
-        assert await storage.get_conversation("conv_a") is not None  # in DuckDB: a read waits for that
-        entered, held, land = threading.Event(), threading.Event(), writer._land
-        groups: list[int] = []
-
-        def held_land(cur: duckdb.DuckDBPyConnection, group: list[writer._Batch]) -> None:
-            groups.append(len(group))
-            entered.set()
-            held.wait(WAIT)
-            land(cur, group)
-
-        monkeypatch.setattr(writer, "_land", held_land)
+        duckdb_held = await hold_duckdb(storage, monkeypatch)
         await storage.append_item(item("item_1", "conv_a", sess.id), durable=True)  # DuckDB holds this one
-        assert await asyncio.to_thread(entered.wait, WAIT)
+        assert await asyncio.to_thread(duckdb_held.entered.wait, WAIT)
         await storage.create_conversation(bad_conversation(), session("sess_bad", "conv_bad"))
         await storage.append_item(item("item_2", "conv_a", sess.id), durable=True)
-        held.set()
+        duckdb_held.release()
         assert (await ordinals_of(storage, "conv_a", limit=10, order=Order.ASC))[0] == [1, 2]
         assert await storage.get_session("sess_bad") is None
         # the two answered while DuckDB was held in one transaction, then one by one
-        assert groups == [1, 2, 1, 1], groups
+        assert duckdb_held.groups == [1, 2, 1, 1], duckdb_held.groups
         assert "dropped 2 writes DuckDB refuses" in caplog.text
     finally:
         await storage.close()

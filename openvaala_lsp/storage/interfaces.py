@@ -208,7 +208,7 @@ class Storage(RecordStorage, LogStorage, SqlStorage, Protocol):
     def flush(self) -> Awaitable[None]:
         """Makes everything queued so far durable (a kill -9 after it loses none of it): the commit is
         asked for at the call, not at the first await (a turn's start commits while its model request
-        is being built). Reads see it once it is durable."""
+        is being built). A read made after it sees it (it waits for DuckDB's commit if need be)."""
 
     async def close(self) -> None:
         """Commits, checkpoints and closes. Idempotent."""

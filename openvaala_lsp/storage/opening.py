@@ -42,7 +42,7 @@ def connect(path: str, config: dict[str, Any], *, read_only: bool = False) -> du
 
 def connect_file(path: str) -> Connections:
     """The connection, the writer's and reader's cursors and the journal of the file at `path`,
-    migrated, with the journal's last record committed; a new file starts as a copy of the migrated
+    migrated, with what the journal holds committed; a new file starts as a copy of the migrated
     template (`storage.template`). A database in memory has no journal."""
     copied = path != ":memory:" and not os.path.exists(path) and template.copy_to(path)
     con = connect(path, CONFIG)

@@ -152,8 +152,9 @@ def _new_future() -> Future[Any]:
 
 class BatchWriter:
     """Two threads: the journal thread takes batches off the queue in order (and journals the small
-    ones someone waits for, answering them); the DuckDB thread commits them in the same order, several
-    journaled ones in one transaction when it falls behind. Neither waits for the other's disk."""
+    ones someone waits for, answering them); the DuckDB thread commits them in the same order, the
+    journaled ones that gathered meanwhile (`_next_group`) in one transaction. Neither waits for the
+    other's disk."""
 
     def __init__(
         self, cursor: duckdb.DuckDBPyConnection, flush_interval: float, journal: journal.Journal | None = None
