@@ -1,0 +1,96 @@
+"""The journal file on its own: what `read` gives back of a file cut anywhere, or written over."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import pickle
+import zlib
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from openvaala_lsp.storage import journal
+
+DB = "db-1"
+AT = dt.datetime(2025, 3, 1, 12, 0, tzinfo=dt.UTC)
+
+
+def records(n: int) -> list[list[tuple[object, ...]]]:
+    """What the writer puts in a record: each submit's ops as plain values."""
+    return [[("append", "items", ("a", "b"), [(f"r{i}", i, AT, None, True, 1.5)])] for i in range(n)]
+
+
+def written(path: Path, n: int, database_id: str = DB) -> list[int]:
+    """Writes `n` records; returns the file size after each."""
+    file = journal.Journal(str(path), database_id, seq=0)
+    sizes = []
+    try:
+        for record in records(n):
+            file.write(record)
+            sizes.append(file.size)
+    finally:
+        file.close()
+    return sizes
+
+
+@settings(max_examples=200, deadline=None)
+@given(count=st.integers(min_value=1, max_value=6), cut=st.floats(min_value=0, max_value=1))
+def test_a_file_cut_anywhere_reads_back_the_records_written_whole(
+    tmp_path_factory: pytest.TempPathFactory, count: int, cut: float
+) -> None:
+    path = tmp_path_factory.mktemp("j") / "db.journal"
+    sizes = written(path, count)
+    keep = int(sizes[-1] * cut)
+    with open(path, "r+b") as file:
+        file.truncate(keep)  # a kill mid-write (the record was never synced, nobody was answered)
+    whole = sum(1 for size in sizes if size <= keep)
+    assert journal.read(str(path), DB) == [(i + 1, record) for i, record in enumerate(records(count)[:whole])]
+
+
+def test_a_damaged_byte_ends_the_journal_there(tmp_path: Path) -> None:
+    path = tmp_path / "db.journal"
+    sizes = written(path, 3)
+    data = bytearray(path.read_bytes())
+    data[sizes[1] + 30] ^= 0xFF  # inside the third record
+    path.write_bytes(bytes(data))
+    assert [seq for seq, _ in journal.read(str(path), DB)] == [1, 2]
+
+
+def test_records_of_another_database_are_not_read(tmp_path: Path) -> None:
+    path = tmp_path / "db.journal"
+    written(path, 2, database_id="db-other")
+    assert journal.read(str(path), DB) == []
+
+
+def test_reopening_starts_the_file_over_and_numbers_go_on(tmp_path: Path) -> None:
+    path = tmp_path / "db.journal"
+    written(path, 3)
+    file = journal.Journal(str(path), DB, seq=3)  # opened once DuckDB has records 1-3
+    try:
+        assert os.path.getsize(path) == 0
+        assert file.write(records(1)[0]) == 4
+    finally:
+        file.close()
+    assert [seq for seq, _ in journal.read(str(path), DB)] == [4]
+
+
+def test_a_value_the_journal_could_not_read_back_is_refused_when_written(tmp_path: Path) -> None:
+    file = journal.Journal(str(tmp_path / "db.journal"), DB, seq=0)
+    try:
+        with pytest.raises(pickle.PicklingError, match="not a value the journal holds"):
+            file.write([("append", "items", ("a",), [(Path("/x"),)])])
+        assert file.seq == 0 and file.write(records(1)[0]) == 1  # nothing was written
+    finally:
+        file.close()
+
+
+def test_a_record_that_would_run_code_when_read_is_not_read(tmp_path: Path) -> None:
+    path = tmp_path / "db.journal"
+    written(path, 1)
+    payload = pickle.dumps((DB, [os.system]))  # a function: loading it imports a module by name
+    header = journal._HEADER.pack(journal._MAGIC, 2, len(payload), zlib.crc32(payload))
+    with open(path, "ab") as file:
+        file.write(header + payload)
+    assert [seq for seq, _ in journal.read(str(path), DB)] == [1]
