@@ -9,6 +9,7 @@ import asyncio
 from openvaala_lsp.model import ErrorInfo, SessionState
 from openvaala_lsp.protocol.events import ItemDelta, StateChanged
 from openvaala_lsp.runtime.subscriptions import SESSION, Subscription
+from openvaala_lsp.server.dispatch import coalesce
 
 FOREVER = 3600.0  # a hold this long would outlast the test: returning at all is the assertion
 
@@ -57,3 +58,12 @@ async def test_closing_ends_a_hold() -> None:
     sub.close(ErrorInfo(kind="runtimeStopped", message="stopped"))
     await asyncio.wait_for(hold, FOREVER)
     assert await sub.next_batch(10) == []
+
+
+def test_coalesce_joins_each_run_of_one_items_deltas_and_keeps_everything_else_in_place() -> None:
+    other = ItemDelta(item_index=1, item_id="item_2", delta="x")
+    idle = StateChanged(state=SessionState.IDLE)
+    batch = [delta("a"), delta("b"), delta("c"), other, delta("d"), idle, delta("e"), delta("f"), other]
+    assert coalesce(batch) == [delta("abc"), other, delta("d"), idle, delta("ef"), other]
+    assert coalesce([]) == [] and coalesce([idle]) == [idle] and coalesce([delta("a")]) == [delta("a")]
+    assert batch[0] == delta("a")  # the events published are left as they were

@@ -64,17 +64,29 @@ async def dispatch(runtime: Runtime, client: Client, spec: RequestSpec, params: 
 
 
 def coalesce(batch: list[Any]) -> list[Any]:
-    """Merges consecutive deltas of one item; the result describes exactly the same state."""
+    """Merges consecutive deltas of one item; the result describes exactly the same state. A run of
+    deltas is joined once (a notification may carry 500 of them: one event and one join, not 500)."""
     merged: list[Any] = []
+    run: list[str] = []  # the texts of the deltas merged[-1] stands for, while it is a delta
     for event in batch:
-        last = merged[-1] if merged else None
-        if isinstance(event, events.ItemDelta) and isinstance(last, events.ItemDelta) and last.item_id == event.item_id:
-            merged[-1] = events.ItemDelta(
-                item_index=last.item_index, item_id=last.item_id, delta=last.delta + event.delta
-            )
+        if type(event) is events.ItemDelta:
+            if run and merged[-1].item_id == event.item_id:
+                run.append(event.delta)
+                continue
+            _end_run(merged, run)
+            run = [event.delta]
         else:
-            merged.append(event)
+            _end_run(merged, run)
+            run = []
+        merged.append(event)
+    _end_run(merged, run)
     return merged
+
+
+def _end_run(merged: list[Any], run: list[str]) -> None:
+    if len(run) > 1:
+        first = merged[-1]
+        merged[-1] = events.ItemDelta(item_index=first.item_index, item_id=first.item_id, delta="".join(run))
 
 
 def notifications(sub: Subscription, seq: int, batch: list[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
