@@ -401,8 +401,8 @@ async def _call_model(owner: TurnOwner, active: ActiveTurn, stream: AsyncIterato
                 read_ahead += 1
                 if read_ahead >= READ_AHEAD_EVENTS:
                     # a long answer waits for the commit its events wait for: reading on would starve
-                    # the storage's writer thread of the GIL (a 4 ms commit took ~280 ms beside a
-                    # busy event loop, measured)
+                    # the storage's threads of the GIL (a 4 ms commit took ~280 ms beside a busy
+                    # event loop, measured)
                     await items.settle()
             if loop.time() - yielded > YIELD_SECONDS:
                 # a stream read behind the model comes a socket buffer at a time without suspending:

@@ -1,7 +1,8 @@
 """`DuckDBStorage`: the `Storage` of the runtime in one DuckDB file.
 
-Threads: the event loop only queues writes (see `writer.py`) and awaits futures; one writer thread
-commits them in batches; one reader thread runs the queries on its own cursor. DuckDB 2.0 refuses
+Threads: the event loop only queues writes (see `writer.py`) and awaits futures; the writer's
+journal thread makes them durable and its DuckDB thread commits them in batches; one reader thread
+runs the queries on its own cursor. DuckDB 2.0 refuses
 overlapping calls on one connection, so each thread has its own `cursor()`. The SQL of
 `openvaala/query` (`sql.py`) runs on two more threads, each query on a cursor of its own, so a long
 query holds up neither the writer nor the reader.
