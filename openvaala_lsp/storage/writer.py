@@ -142,6 +142,45 @@ class _Batch:
     def has_tasks(self) -> bool:
         return any(seg.task is not None for seg in self.segments)
 
+    def add(self, ops: Sequence[Op], future: Future[Any] | None = None) -> bool:
+        """Adds one submit's writes (kept whole in `writes` for the journal); True if a task took
+        `future` (it resolves it with its result)."""
+        taken = False
+        for op in ops:
+            taken = self._add(op, future) or taken
+        self.writes.append(ops)
+        return taken
+
+    def _add(self, op: Op, future: Future[Any] | None) -> bool:
+        seg = self.segments[-1]
+        match op:
+            case Append(table, columns, rows):
+                seg.appends.setdefault((table, columns), []).extend(rows)
+                self.rows += len(rows)
+            case Put(table, row, new):
+                changes = seg.records.setdefault(table, {})
+                change = changes.get(row[0])
+                if change is None:
+                    changes[row[0]] = _RecordChange(row=row, new=new)
+                else:
+                    change.row = row
+                self.rows += 1
+            case Delete(table, key):
+                changes = seg.records.setdefault(table, {})
+                earlier = changes.pop(key, None)
+                if earlier is None or not earlier.new:  # a new row deleted at once never reaches the table
+                    changes[key] = _RecordChange(deleted=True)
+                self.rows += 1
+            case Update(table, columns, row):
+                seg.updates.setdefault((table, columns), {})[row[0]] = row
+                self.rows += 1
+            case Run(task):
+                seg.task, seg.task_future = task, future
+                self.segments.append(_Segment())
+                self.rows += 1
+                return True
+        return False
+
 
 def _new_future() -> Future[Any]:
     future: Future[Any] = Future()
@@ -188,10 +227,7 @@ class BatchWriter:
             self._check_accepting()
             batch = self._batch
             was_idle = batch.rows == 0
-            taken = False
-            for op in ops:
-                taken = self._add(batch, op, future) or taken
-            batch.writes.append(ops)
+            taken = batch.add(ops, future)
             if batch.rows and was_idle:
                 batch.first_at = time.monotonic()
             if future is not None:
@@ -255,38 +291,6 @@ class BatchWriter:
             batch.urgent = True
             self._cond.notify()
         return future
-
-    @staticmethod
-    def _add(batch: _Batch, op: Op, future: Future[Any] | None) -> bool:
-        """Adds one write to the batch; True if it took `future` (a task resolves it with its result)."""
-        seg = batch.segments[-1]
-        match op:
-            case Append(table, columns, rows):
-                seg.appends.setdefault((table, columns), []).extend(rows)
-                batch.rows += len(rows)
-            case Put(table, row, new):
-                changes = seg.records.setdefault(table, {})
-                change = changes.get(row[0])
-                if change is None:
-                    changes[row[0]] = _RecordChange(row=row, new=new)
-                else:
-                    change.row = row
-                batch.rows += 1
-            case Delete(table, key):
-                changes = seg.records.setdefault(table, {})
-                earlier = changes.pop(key, None)
-                if earlier is None or not earlier.new:  # a new row deleted at once never reaches the table
-                    changes[key] = _RecordChange(deleted=True)
-                batch.rows += 1
-            case Update(table, columns, row):
-                seg.updates.setdefault((table, columns), {})[row[0]] = row
-                batch.rows += 1
-            case Run(task):
-                seg.task, seg.task_future = task, future
-                batch.segments.append(_Segment())
-                batch.rows += 1
-                return True
-        return False
 
     # The journal thread
 
@@ -537,15 +541,9 @@ def _land(cur: duckdb.DuckDBPyConnection, group: Sequence[_Batch]) -> None:
     and write by write, if DuckDB refuses them (see the module's doc)."""
     seq = group[-1].seq
     try:
-        cur.execute("BEGIN")
-        for batch in group:
-            for seg in batch.segments:
-                _apply(cur, seg)
-        _statement(cur, _SET_SEQ, [(seq,)])
-        cur.execute("COMMIT")
+        _transaction(cur, [seg for batch in group for seg in batch.segments], seq)
         return
     except Exception:
-        _rollback(cur)
         if len(group) > 1:
             for batch in group:
                 _land(cur, [batch])
@@ -557,19 +555,27 @@ def _land(cur: duckdb.DuckDBPyConnection, group: Sequence[_Batch]) -> None:
         )
     for ops in group[0].writes:
         one = _Batch()
-        for op in ops:
-            BatchWriter._add(one, op, None)
+        one.add(ops)
         try:
-            cur.execute("BEGIN")
-            for seg in one.segments:
-                _apply(cur, seg)
-            cur.execute("COMMIT")
+            _transaction(cur, one.segments)
         except Exception:
-            _rollback(cur)
             log.error("storage: dropped %d writes DuckDB refuses: %r", one.rows, ops, exc_info=True)
-    cur.execute("BEGIN")
-    _statement(cur, _SET_SEQ, [(seq,)])
-    cur.execute("COMMIT")
+    _transaction(cur, [], seq)
+
+
+def _transaction(cur: duckdb.DuckDBPyConnection, segments: Sequence[_Segment], seq: int | None = None) -> None:
+    """Applies `segments` in one transaction, with journal record `seq` if one is given; rolled back
+    (never committed: DuckDB would return normally and roll back) and raised if DuckDB refuses."""
+    try:
+        cur.execute("BEGIN")
+        for seg in segments:
+            _apply(cur, seg)
+        if seq is not None:
+            _statement(cur, _SET_SEQ, [(seq,)])
+        cur.execute("COMMIT")
+    except Exception:
+        _rollback(cur)
+        raise
 
 
 def replay(cur: duckdb.DuckDBPyConnection, records: list[tuple[int, Any]]) -> None:
@@ -579,10 +585,7 @@ def replay(cur: duckdb.DuckDBPyConnection, records: list[tuple[int, Any]]) -> No
     for seq, writes in records:
         batch = _Batch(seq=seq)
         for encoded in writes:
-            ops = [_decode(op) for op in encoded]
-            for op in ops:
-                BatchWriter._add(batch, op, None)
-            batch.writes.append(ops)
+            batch.add([_decode(op) for op in encoded])
         group.append(batch)
     _land(cur, group)
     log.warning(
