@@ -7,13 +7,14 @@ import enum
 
 import attrs
 
+from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import ModelPrice, ModelRef
 
 MODEL_APIS = ("openai-chat", "openai-responses", "openai-completions", "anthropic", "ollama")
 
 
 @attrs.define(kw_only=True)
-class LocalServer:
+class LocalServer(FieldRepr):
     """A model the runtime serves itself: it starts llama-cpp-python's OpenAI-compatible server on a
     free loopback port with a GGUF model shipped as a Python package, and stops it at exit."""
 
@@ -25,7 +26,7 @@ class LocalServer:
 
 
 @attrs.define(kw_only=True)
-class ModelDefinition:
+class ModelDefinition(FieldRepr):
     ref: ModelRef
     api: str  # one of MODEL_APIS
     base_url: str | None = None
@@ -65,7 +66,7 @@ class PermissionDecision(enum.StrEnum):
 
 
 @attrs.define(kw_only=True)
-class Permissions:
+class Permissions(FieldRepr):
     """Whether a tool call runs at once, waits for approval, or is refused. `tools` maps a tool name
     or glob (`mcp__*`) to a decision; the exact name wins over a glob, a longer glob over a shorter.
     Without a rule, `default`; without one, the runtime's defaults (see `runtime/permissions.py`)."""
@@ -81,7 +82,7 @@ class SandboxMode(enum.StrEnum):
 
 
 @attrs.define(kw_only=True)
-class Sandbox:
+class Sandbox(FieldRepr):
     """What the shell tool's processes may touch (bubblewrap on Linux)."""
 
     mode: SandboxMode = SandboxMode.WORKSPACE_WRITE
@@ -89,7 +90,7 @@ class Sandbox:
 
 
 @attrs.define(kw_only=True)
-class AgentDefinition:
+class AgentDefinition(FieldRepr):
     name: str
     description: str | None = None
     default_model: ModelRef | None = None
@@ -105,14 +106,14 @@ class AgentDefinition:
 
 
 @attrs.define(kw_only=True)
-class ExecutorDefinition:
+class ExecutorDefinition(FieldRepr):
     id: str
     kind: str = "local"
     description: str | None = None
 
 
 @attrs.define(kw_only=True)
-class HookDefinition:
+class HookDefinition(FieldRepr):
     name: str
     event: str
     matcher: str | None = None
@@ -121,7 +122,7 @@ class HookDefinition:
 
 
 @attrs.define(kw_only=True)
-class MCPServerDefinition:
+class MCPServerDefinition(FieldRepr):
     name: str
     transport: str  # "stdio" | "http"
     command: str | None = None
@@ -132,7 +133,7 @@ class MCPServerDefinition:
 
 
 @attrs.define(kw_only=True)
-class Skill:
+class Skill(FieldRepr):
     name: str
     description: str
     path: str | None = None
@@ -140,7 +141,7 @@ class Skill:
 
 
 @attrs.define(kw_only=True)
-class Definitions:
+class Definitions(FieldRepr):
     agents: list[AgentDefinition] = attrs.Factory(list)
     executors: list[ExecutorDefinition] = attrs.Factory(list)
     hooks: list[HookDefinition] = attrs.Factory(list)

@@ -14,6 +14,8 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
+from openvaala_lsp.fieldrepr import FieldRepr
+
 T = TypeVar("T")
 C = TypeVar("C")
 
@@ -108,13 +110,13 @@ class AddressKind(enum.StrEnum):
 
 
 @attrs.define(kw_only=True)
-class ModelRef:
+class ModelRef(FieldRepr):
     provider: str
     name: str
 
 
 @attrs.define(kw_only=True)
-class ModelSelection:
+class ModelSelection(FieldRepr):
     model: ModelRef | None = None
     reasoning_effort: str | None = None
 
@@ -135,19 +137,19 @@ def check_path(instance: Any, attribute: attrs.Attribute[Any], value: str | None
 
 
 @attrs.define(kw_only=True)
-class ExecutorSettings:
+class ExecutorSettings(FieldRepr):
     executor_id: str | None = None
     directory: str | None = attrs.field(default=None, validator=check_path)
 
 
 @attrs.define(kw_only=True)
-class ForkedFrom:
+class ForkedFrom(FieldRepr):
     conversation_id: ConversationId
     turn_id: TurnId | None = None
 
 
 @attrs.define(kw_only=True)
-class AlwaysAllowed:
+class AlwaysAllowed(FieldRepr):
     """A tool the user allowed for the rest of the conversation (`allowAlways`); for the shell, the
     commands that start with `commandPrefix`."""
 
@@ -157,7 +159,7 @@ class AlwaysAllowed:
 
 
 @attrs.define(kw_only=True)
-class Conversation:
+class Conversation(FieldRepr):
     id: ConversationId
     title: str = ""
     agent_name: str = ""
@@ -172,14 +174,14 @@ class Conversation:
 
 
 @attrs.define(kw_only=True)
-class ConversationListEntry:
+class ConversationListEntry(FieldRepr):
     conversation: Conversation
     last_activity_at: dt.datetime | None = None
     running: bool = False
 
 
 @attrs.define(kw_only=True)
-class Session:
+class Session(FieldRepr):
     id: SessionId
     conversation_id: ConversationId
     agent_name: str = ""
@@ -189,7 +191,7 @@ class Session:
 
 
 @attrs.define(kw_only=True)
-class TokenUsage:
+class TokenUsage(FieldRepr):
     input_tokens: int = 0
     cached_input_tokens: int = 0
     cache_write_tokens: int = 0
@@ -202,7 +204,7 @@ class TokenUsage:
 
 
 @attrs.define(kw_only=True)
-class ErrorInfo:
+class ErrorInfo(FieldRepr):
     """A failure carried as data (turn errors, `error` events, subscription close reasons)."""
 
     kind: str
@@ -210,7 +212,7 @@ class ErrorInfo:
 
 
 @attrs.define(kw_only=True)
-class Turn:
+class Turn(FieldRepr):
     id: TurnId
     conversation_id: ConversationId
     session_id: SessionId
@@ -223,7 +225,7 @@ class Turn:
 
 
 @attrs.define(kw_only=True)
-class Content:
+class Content(FieldRepr):
     """`{type: "text", text}` or `{type: "image", mimeType, data}` (data is base64)."""
 
     type: str
@@ -233,7 +235,7 @@ class Content:
 
 
 @attrs.define(kw_only=True)
-class Address:
+class Address(FieldRepr):
     kind: AddressKind
     session_id: SessionId | None = None
     name: str | None = None
@@ -241,21 +243,21 @@ class Address:
 
 
 @attrs.define(kw_only=True)
-class ToolCall:
+class ToolCall(FieldRepr):
     call_id: str
     name: str
     arguments: str = "{}"  # the model's JSON text, kept verbatim (it may be invalid JSON)
 
 
 @attrs.define(kw_only=True)
-class ToolResult:
+class ToolResult(FieldRepr):
     call_id: str
     name: str = ""
     is_error: bool = False
 
 
 @attrs.define(kw_only=True)
-class Compaction:
+class Compaction(FieldRepr):
     """What a `compaction` item did to the model's context (the log keeps everything for people).
     `summarized`: the items before it left the context, and its text (a hand-off summary and the recent
     user messages verbatim) stands in for them. `prunedItemIds`: tool results whose output left the
@@ -269,7 +271,7 @@ class Compaction:
 
 
 @attrs.define(kw_only=True)
-class Item:
+class Item(FieldRepr):
     id: ItemId
     conversation_id: ConversationId
     session_id: SessionId
@@ -287,7 +289,7 @@ class Item:
 
 
 @attrs.define(kw_only=True)
-class LoggedItem:
+class LoggedItem(FieldRepr):
     ordinal: Ordinal
     item: Item
 
@@ -303,7 +305,7 @@ def _currency(instance: Any, attribute: attrs.Attribute[Any], value: str) -> Non
 
 
 @attrs.define(kw_only=True)
-class ModelPrice:
+class ModelPrice(FieldRepr):
     """What a model costs, per million tokens of each kind, in `currency`. A cache kind without a price
     of its own costs `input`, reasoning costs `output` (providers bill reasoning as output)."""
 
@@ -325,7 +327,7 @@ class ModelPrice:
 
 
 @attrs.define(kw_only=True)
-class ModelCall:
+class ModelCall(FieldRepr):
     """One request to a model provider: the row a user's token-usage SQL reads. `price` is the model's
     price when the call was made (None: unknown); `context_window` and `context_tokens` (the runtime's
     estimate of the request) say how full the window was, for the session's own calls."""
@@ -350,14 +352,14 @@ class ModelCall:
 
 
 @attrs.define(kw_only=True)
-class ContextUsage:
+class ContextUsage(FieldRepr):
     source: ContextUsageSource = ContextUsageSource.UNKNOWN
     tokens: int = 0
     window: int = 0
 
 
 @attrs.define(kw_only=True)
-class SessionRuntimeInfo:
+class SessionRuntimeInfo(FieldRepr):
     session: Session
     state: SessionState = SessionState.IDLE
     active_turn_id: TurnId | None = None
@@ -369,13 +371,13 @@ class SessionRuntimeInfo:
 
 
 @attrs.define(kw_only=True)
-class WorkspaceFolder:
+class WorkspaceFolder(FieldRepr):
     name: str
     path: str
 
 
 @attrs.define(kw_only=True)
-class Page(Generic[T, C]):
+class Page(FieldRepr, Generic[T, C]):
     """One page of a list; `nextCursor` is absent on the last page. Items use the ordinal as cursor,
     records an opaque string."""
 
@@ -384,7 +386,7 @@ class Page(Generic[T, C]):
 
 
 @attrs.define(kw_only=True)
-class PendingInput:
+class PendingInput(FieldRepr):
     """An input accepted but not yet taken into a turn (queue or steer), kept across restarts."""
 
     item: Item

@@ -17,6 +17,7 @@ PACKAGE = Path(__file__).parent.parent / "openvaala_lsp"
 # Each part of the package by layer, lowest first. A part may import its own modules and any part of
 # a lower layer, never one of its own layer or above.
 LAYERS: list[set[str]] = [
+    {"fieldrepr"},  # the one __repr__ of the package's attrs classes
     # domain types, the frame reader, the run directory fronts and the host share: stdlib + attrs
     {"__init__", "paths", "framing", "logs", "model", "rundir"},
     {"definitions", "hostwire"},  # the hello between fronts and the host names the package's version

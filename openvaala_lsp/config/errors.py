@@ -6,9 +6,11 @@ from pathlib import Path
 
 import attrs
 
+from openvaala_lsp.fieldrepr import FieldRepr
+
 
 @attrs.frozen
-class ConfigError:
+class ConfigError(FieldRepr):
     path: Path
     line: int | None  # 1-based; None when the problem has no place in the file
     field: str | None  # a wire path (`$.models[1].contextWindow`) or a front matter key; None: the whole file

@@ -12,12 +12,14 @@ from typing import Any
 
 import attrs
 
+from openvaala_lsp.fieldrepr import FieldRepr
+
 _KEY = re.compile(r"^([A-Za-z0-9_-]+)\s*:(.*)$")
 _BLOCK = {"|": "\n", "|-": "\n", ">": " ", ">-": " "}
 
 
 @attrs.frozen
-class FrontMatter:
+class FrontMatter(FieldRepr):
     data: dict[str, Any]
     body: str
     lines: dict[str, int]  # front matter key -> 1-based line in the file

@@ -11,6 +11,7 @@ import attrs
 
 from openvaala_lsp import paths
 from openvaala_lsp.definitions import Definitions
+from openvaala_lsp.fieldrepr import FieldRepr
 
 from . import trust
 from .agents import load_agent_file
@@ -22,14 +23,14 @@ from .tomlfile import load_toml_file
 
 
 @attrs.define
-class LoadedDefinitions:
+class LoadedDefinitions(FieldRepr):
     definitions: Definitions
     errors: list[ConfigError]
     sources: list[Path]  # every file read or directory looked at, present or not: what a watcher stats
 
 
 @attrs.define
-class _Collector:
+class _Collector(FieldRepr):
     layers: list[Definitions] = attrs.Factory(list)  # lowest precedence first
     errors: list[ConfigError] = attrs.Factory(list)
     sources: list[Path] = attrs.Factory(list)

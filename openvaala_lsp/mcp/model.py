@@ -8,6 +8,7 @@ from typing import Any, Literal, Protocol
 import attrs
 
 from openvaala_lsp.definitions import MCPServerDefinition
+from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.tools.base import ToolOutput
 
 DEFAULT_TOOL_TIMEOUT = 120.0
@@ -18,7 +19,7 @@ Mode = Literal["auto", "legacy"]
 
 
 @attrs.frozen(kw_only=True)
-class MCPToolSpec:
+class MCPToolSpec(FieldRepr):
     """One tool as the server lists it (its own name, not the name the model sees)."""
 
     name: str
@@ -28,7 +29,7 @@ class MCPToolSpec:
 
 
 @attrs.frozen(kw_only=True)
-class Launch:
+class Launch(FieldRepr):
     """Everything needed to connect to one server."""
 
     definition: MCPServerDefinition
@@ -75,7 +76,7 @@ class SessionLink(Protocol):
 
 
 @attrs.define(kw_only=True)
-class MCPServerInfo:
+class MCPServerInfo(FieldRepr):
     name: str
     transport: str
     status: str  # "starting" | "ready" | "failed"
@@ -85,13 +86,13 @@ class MCPServerInfo:
 
 
 @attrs.define(kw_only=True)
-class ClientTool:
+class ClientTool(FieldRepr):
     name: str
     description: str = ""
     input_schema: dict[str, Any] = attrs.Factory(lambda: {"type": "object", "properties": {}})
 
 
 @attrs.define(kw_only=True)
-class ClientMCPServer:
+class ClientMCPServer(FieldRepr):
     name: str
     tools: list[ClientTool] = attrs.Factory(list)

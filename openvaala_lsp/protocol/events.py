@@ -6,6 +6,7 @@ from typing import Literal
 
 import attrs
 
+from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import (
     Address,
     ContextUsage,
@@ -28,25 +29,25 @@ from openvaala_lsp.protocol.api import ApprovalDecision, ApprovalRequest, Pendin
 
 
 @attrs.define(kw_only=True)
-class TitleChanged:
+class TitleChanged(FieldRepr):
     type: Literal["titleChanged"] = "titleChanged"
     title: str
 
 
 @attrs.define(kw_only=True)
-class SessionAdded:
+class SessionAdded(FieldRepr):
     type: Literal["sessionAdded"] = "sessionAdded"
     session: Session
 
 
 @attrs.define(kw_only=True)
-class SessionUpdated:
+class SessionUpdated(FieldRepr):
     type: Literal["sessionUpdated"] = "sessionUpdated"
     info: SessionRuntimeInfo
 
 
 @attrs.define(kw_only=True)
-class ConversationUpdated:
+class ConversationUpdated(FieldRepr):
     type: Literal["conversationUpdated"] = "conversationUpdated"
     conversation: Conversation
 
@@ -58,7 +59,7 @@ ConversationEvent = TitleChanged | SessionAdded | SessionUpdated | ConversationU
 
 
 @attrs.define(kw_only=True)
-class ItemStarted:
+class ItemStarted(FieldRepr):
     """A new item of the running turn; `itemIndex` numbers the turn's streaming items."""
 
     type: Literal["itemStarted"] = "itemStarted"
@@ -67,7 +68,7 @@ class ItemStarted:
 
 
 @attrs.define(kw_only=True)
-class ItemDelta:
+class ItemDelta(FieldRepr):
     """Text appended to the streaming item: to its text content, or to `toolCall.arguments` for a
     tool call item."""
 
@@ -78,7 +79,7 @@ class ItemDelta:
 
 
 @attrs.define(kw_only=True)
-class ItemCompleted:
+class ItemCompleted(FieldRepr):
     """The item is now saved under `ordinal`."""
 
     type: Literal["itemCompleted"] = "itemCompleted"
@@ -87,14 +88,14 @@ class ItemCompleted:
 
 
 @attrs.define(kw_only=True)
-class PendingInputAdded:
+class PendingInputAdded(FieldRepr):
     type: Literal["pendingInputAdded"] = "pendingInputAdded"
     item: Item
     mode: str = "queue"
 
 
 @attrs.define(kw_only=True)
-class PendingInputRemoved:
+class PendingInputRemoved(FieldRepr):
     """`reason` is "taken" (it became part of a turn) or "withdrawn"."""
 
     type: Literal["pendingInputRemoved"] = "pendingInputRemoved"
@@ -103,43 +104,43 @@ class PendingInputRemoved:
 
 
 @attrs.define(kw_only=True)
-class TurnStarted:
+class TurnStarted(FieldRepr):
     type: Literal["turnStarted"] = "turnStarted"
     turn: Turn
 
 
 @attrs.define(kw_only=True)
-class TurnCompleted:
+class TurnCompleted(FieldRepr):
     type: Literal["turnCompleted"] = "turnCompleted"
     turn: Turn
 
 
 @attrs.define(kw_only=True)
-class StateChanged:
+class StateChanged(FieldRepr):
     type: Literal["stateChanged"] = "stateChanged"
     state: SessionState
 
 
 @attrs.define(kw_only=True)
-class ContextUsageUpdated:
+class ContextUsageUpdated(FieldRepr):
     type: Literal["contextUsageUpdated"] = "contextUsageUpdated"
     context: ContextUsage
 
 
 @attrs.define(kw_only=True)
-class UsageUpdated:
+class UsageUpdated(FieldRepr):
     type: Literal["usageUpdated"] = "usageUpdated"
     usage: TokenUsage
 
 
 @attrs.define(kw_only=True)
-class ErrorEvent:
+class ErrorEvent(FieldRepr):
     type: Literal["error"] = "error"
     error: ErrorInfo
 
 
 @attrs.define(kw_only=True)
-class CompactionStarted:
+class CompactionStarted(FieldRepr):
     """The session is compacting its context (state `compacting`), in `turnId`."""
 
     type: Literal["compactionStarted"] = "compactionStarted"
@@ -147,7 +148,7 @@ class CompactionStarted:
 
 
 @attrs.define(kw_only=True)
-class CompactionCompleted:
+class CompactionCompleted(FieldRepr):
     """The compaction item is saved (`itemCompleted` came first); the context before and after it."""
 
     type: Literal["compactionCompleted"] = "compactionCompleted"
@@ -157,7 +158,7 @@ class CompactionCompleted:
 
 
 @attrs.define(kw_only=True)
-class ApprovalRequested:
+class ApprovalRequested(FieldRepr):
     """A tool call (item `itemId`, now `awaitingApproval`) waits for `answerApproval`."""
 
     type: Literal["approvalRequested"] = "approvalRequested"
@@ -167,7 +168,7 @@ class ApprovalRequested:
 
 
 @attrs.define(kw_only=True)
-class ApprovalResolved:
+class ApprovalResolved(FieldRepr):
     """The first answer (or an interrupt, or a client leaving) decided it; `by` says who."""
 
     type: Literal["approvalResolved"] = "approvalResolved"

@@ -11,6 +11,7 @@ from typing import Any
 import attrs
 
 from openvaala_lsp.definitions import Definitions
+from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import (
     Content,
     Conversation,
@@ -28,7 +29,7 @@ PREFIX = "openvaala/"
 
 
 @attrs.define(frozen=True)
-class RequestSpec:
+class RequestSpec(FieldRepr):
     method: str
     # a type, or the name of one in `api`, created when first used (see `protocol.api`)
     params_type: type | str
@@ -112,28 +113,28 @@ REQUESTS: dict[str, RequestSpec] = {
 
 
 @attrs.define(kw_only=True)
-class ConversationEventParams:
+class ConversationEventParams(FieldRepr):
     subscription_id: str
     seq: int
     event: ConversationEvent
 
 
 @attrs.define(kw_only=True)
-class SessionEventParams:
+class SessionEventParams(FieldRepr):
     subscription_id: str
     seq: int
     events: list[SessionEvent]
 
 
 @attrs.define(kw_only=True)
-class RunningConversationsParams:
+class RunningConversationsParams(FieldRepr):
     subscription_id: str
     seq: int
     conversation_ids: list[str]
 
 
 @attrs.define(kw_only=True)
-class SubscriptionClosedParams:
+class SubscriptionClosedParams(FieldRepr):
     """`reason.kind` is an error kind (e.g. subscriberTooSlow, conversationReconfigured,
     runtimeStopped) or `unsubscribed`."""
 
@@ -153,7 +154,7 @@ NOTIFICATIONS: dict[str, type] = {
 
 
 @attrs.define(kw_only=True)
-class CallClientToolParams:
+class CallClientToolParams(FieldRepr):
     client_id: str
     conversation_id: str
     server: str
@@ -162,7 +163,7 @@ class CallClientToolParams:
 
 
 @attrs.define(kw_only=True)
-class CallClientToolResult:
+class CallClientToolResult(FieldRepr):
     content: list[Content]
     is_error: bool = False
 

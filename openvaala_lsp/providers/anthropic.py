@@ -12,6 +12,7 @@ from typing import Any
 
 import attrs
 
+from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import TokenUsage
 from openvaala_lsp.providers.base import (
     Completed,
@@ -141,7 +142,7 @@ def anthropic_usage(raw: dict[str, Any]) -> TokenUsage:
 
 
 @attrs.define(kw_only=True)
-class _Block:
+class _Block(FieldRepr):
     type: str
     call: PendingCall | None = None
     initial_input: str | None = None  # a tool_use block that arrived with its input filled

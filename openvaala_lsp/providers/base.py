@@ -11,18 +11,19 @@ from typing import Any, Protocol
 
 import attrs
 
+from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import Content, TokenUsage, ToolCall
 
 
 @attrs.define(kw_only=True)
-class ToolSpec:
+class ToolSpec(FieldRepr):
     name: str
     description: str
     parameters: dict[str, Any]  # JSON Schema of the arguments object
 
 
 @attrs.define(kw_only=True)
-class Message:
+class Message(FieldRepr):
     """One history entry. `role` is "user", "assistant" or "tool".
 
     user: `content` (text and images). assistant: `content` text, `tool_calls`, and `reasoning`
@@ -40,7 +41,7 @@ class Message:
 
 
 @attrs.define(kw_only=True)
-class ModelRequest:
+class ModelRequest(FieldRepr):
     model: str
     instructions: str = ""
     messages: list[Message] = attrs.Factory(list)
@@ -53,43 +54,43 @@ class ModelRequest:
 
 
 @attrs.define(kw_only=True)
-class TextDelta:
+class TextDelta(FieldRepr):
     text: str
 
 
 @attrs.define(kw_only=True)
-class ReasoningDelta:
+class ReasoningDelta(FieldRepr):
     text: str
 
 
 @attrs.define(kw_only=True)
-class ReasoningDone:
+class ReasoningDone(FieldRepr):
     """Opaque provider data of one reasoning block, to be sent back in the next request."""
 
     data: dict[str, Any]
 
 
 @attrs.define(kw_only=True)
-class ToolCallStarted:
+class ToolCallStarted(FieldRepr):
     index: int
     call_id: str
     name: str
 
 
 @attrs.define(kw_only=True)
-class ToolCallDelta:
+class ToolCallDelta(FieldRepr):
     index: int
     arguments: str  # a fragment of the JSON text
 
 
 @attrs.define(kw_only=True)
-class ToolCallDone:
+class ToolCallDone(FieldRepr):
     index: int
     call: ToolCall  # complete: id, name, full arguments JSON text
 
 
 @attrs.define(kw_only=True)
-class Completed:
+class Completed(FieldRepr):
     finish_reason: str  # "stop", "tool_calls", "length", "content_filter", ...
     usage: TokenUsage | None = None  # None when the provider reported none
 

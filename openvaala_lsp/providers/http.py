@@ -17,6 +17,7 @@ from typing import Any, Protocol, TypeVar
 import attrs
 import httpx
 
+from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.providers import transport as stream_transport
 from openvaala_lsp.providers.base import ProviderError, StreamEvent
 from openvaala_lsp.providers.errors import (
@@ -42,7 +43,7 @@ F_contra = TypeVar("F_contra", contravariant=True)
 
 
 @attrs.frozen(kw_only=True)
-class ProviderTimeouts:
+class ProviderTimeouts(FieldRepr):
     """Seconds. `connect`, `read` (longest gap between socket reads), `write` and `pool` go to httpx;
     `first_event` bounds request-sent-to-first-event (reasoning models may think silently for
     minutes), `idle` the gap between events once streaming. Keep-alive comments and pings are not
@@ -107,7 +108,7 @@ class EnvApiKey(httpx.Auth):
 
 
 @attrs.frozen
-class _Opened:
+class _Opened(FieldRepr):
     response: httpx.Response
     first_event_deadline: float  # loop time
 

@@ -11,6 +11,8 @@ import re
 
 import attrs
 
+from openvaala_lsp.fieldrepr import FieldRepr
+
 DEFAULT_MAX_FRAME_CHARS = 1024 * 1024  # the same 1 MiB cap httpx2's EventSource uses
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
@@ -21,7 +23,7 @@ class FrameTooLarge(ValueError):
 
 
 @attrs.frozen(kw_only=True)
-class SSEEvent:
+class SSEEvent(FieldRepr):
     event: str = "message"  # the `event:` field; "message" when absent, as the SSE spec says
     data: str = ""
     id: str | None = None

@@ -9,6 +9,7 @@ from typing import Any
 import attrs
 import orjson
 
+from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import Content, TokenUsage, ToolCall
 from openvaala_lsp.providers.base import ProviderError, ToolCallDelta, ToolCallDone, ToolCallStarted
 from openvaala_lsp.providers.errors import STREAM_ERROR
@@ -102,7 +103,7 @@ def new_call_id() -> str:
 
 
 @attrs.define(kw_only=True)
-class PendingCall:
+class PendingCall(FieldRepr):
     """One tool call being assembled from fragments."""
 
     index: int

@@ -23,6 +23,7 @@ from typing import Any
 import attrs
 
 from openvaala_lsp.definitions import ModelDefinition
+from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import (
     Compaction,
     CompactionTrigger,
@@ -89,7 +90,7 @@ def threshold(model: ModelDefinition | None) -> int:
 
 
 @attrs.frozen
-class Outcome:
+class Outcome(FieldRepr):
     compacted: bool
     error: ErrorInfo | None = None  # why it did not happen (a blocking hook, a failed call)
 

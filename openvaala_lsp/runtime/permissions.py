@@ -18,6 +18,7 @@ from typing import Any
 import attrs
 
 from openvaala_lsp.definitions import AgentDefinition, PermissionDecision, Sandbox, SandboxMode
+from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import AlwaysAllowed
 from openvaala_lsp.protocol.api import ApprovalRequest
 from openvaala_lsp.tools.base import SandboxPolicy, ToolContext
@@ -29,7 +30,7 @@ _SUBCOMMAND = re.compile(r"^[A-Za-z][A-Za-z0-9:_-]*$")
 
 
 @attrs.frozen
-class Verdict:
+class Verdict(FieldRepr):
     decision: PermissionDecision
     reason: str  # for the model when refused, for the user when asked
     sandbox: SandboxPolicy | None  # where a shell command runs if it runs
@@ -104,7 +105,7 @@ def decide(
 
 
 @attrs.frozen
-class HookPermission:
+class HookPermission(FieldRepr):
     """What the preToolUse hooks said: "ask" or "allow" (a deny never gets this far)."""
 
     decision: str

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import attrs
 
 from openvaala_lsp.definitions import Definitions, ModelDefinition
+from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import (
     AlwaysAllowed,
     Conversation,
@@ -62,7 +63,7 @@ class Lifecycle(enum.Enum):
 
 
 @attrs.define(kw_only=True)
-class RuntimeOptions:
+class RuntimeOptions(FieldRepr):
     max_image_bytes: int = MAX_IMAGE_BYTES
     config_dir: Path | None = None  # where the user's configuration lives (default: paths.config_dir())
     watch_interval: float = 1.0  # seconds between looks at the configuration files

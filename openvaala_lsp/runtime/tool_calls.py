@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from openvaala_lsp.definitions import AgentDefinition, PermissionDecision
+from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.hooks.outcome import HookOutcome
 from openvaala_lsp.model import AddressKind, Content, Item, ItemStatus, ItemType, ToolCall, ToolResult
 from openvaala_lsp.protocol.api import ApprovalDecision
@@ -33,7 +34,7 @@ QUICK_TOOL_SECONDS = 0.05  # a tool that ends within this shows its call saved w
 
 
 @attrs.define(eq=False)
-class CallGate:
+class CallGate(FieldRepr):
     """What decides whether a turn's calls run: the agent's permissions and sandbox, what the user
     allowed for the conversation, and the user, asked through the session's approvals."""
 
@@ -43,7 +44,7 @@ class CallGate:
 
 
 @attrs.define(eq=False)
-class PlannedCall:
+class PlannedCall(FieldRepr):
     index: int  # the call's itemIndex while it streams
     call: ToolCall  # with the arguments a hook put in its place
     context: ToolContext  # where it runs, in which sandbox

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import attrs
 
 from openvaala_lsp.definitions import Definitions, ModelDefinition
+from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import (
     Address,
     AddressKind,
@@ -110,7 +111,7 @@ TurnWork = Callable[["TurnOwner", "ActiveTurn", list[PendingInput]], Awaitable[N
 
 
 @attrs.define(eq=False)
-class ActiveTurn:
+class ActiveTurn(FieldRepr):
     turn: Turn
     definitions: Definitions
     model: ModelDefinition

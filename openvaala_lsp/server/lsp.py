@@ -12,6 +12,7 @@ from typing import Any
 import attrs
 
 from openvaala_lsp import __version__
+from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.framing import INVALID_PARAMS
 from openvaala_lsp.protocol import PROTOCOL_VERSION
 from openvaala_lsp.protocol.methods import NOTIFICATIONS
@@ -27,7 +28,7 @@ SERVER_NAME = "openvaala-lsp"
 
 
 @attrs.frozen
-class InitializeParams:
+class InitializeParams(FieldRepr):
     folders: list[tuple[str, str]]  # (uri, name) of workspaceFolders
     root: str | None  # rootUri as a path, else rootPath
     can_list_folders: bool  # capabilities.workspace.workspaceFolders

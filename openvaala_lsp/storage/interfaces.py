@@ -20,6 +20,7 @@ from typing import Any, Protocol, TypeVar
 
 import attrs
 
+from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import (
     Conversation,
     ConversationId,
@@ -40,7 +41,7 @@ from openvaala_lsp.model import (
 
 
 @attrs.frozen
-class ExportRequest:
+class ExportRequest(FieldRepr):
     directory: str  # absolute
     machine: str
     user: str
@@ -48,14 +49,14 @@ class ExportRequest:
 
 
 @attrs.frozen
-class ExportedTable:
+class ExportedTable(FieldRepr):
     name: str
     rows: int
     files: int
 
 
 @attrs.frozen
-class ExportOutcome:
+class ExportOutcome(FieldRepr):
     number: int
     tables: list[ExportedTable]
     watermark: tuple[Any, ...]  # the `exports` row to record once the files are written
@@ -171,13 +172,13 @@ class LogStorage(Protocol):
 
 
 @attrs.frozen
-class SqlColumn:
+class SqlColumn(FieldRepr):
     name: str
     type: str  # DuckDB's name of the type, e.g. "BIGINT", "TIMESTAMP WITH TIME ZONE", "VARCHAR[]"
 
 
 @attrs.frozen
-class SqlResult:
+class SqlResult(FieldRepr):
     """Rows of JSON values (see `sql_values`); `truncated`: more rows existed than are here."""
 
     columns: list[SqlColumn]

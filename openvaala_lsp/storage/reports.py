@@ -10,6 +10,8 @@ from typing import Any
 
 import attrs
 
+from openvaala_lsp.fieldrepr import FieldRepr
+
 TOKENS = ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens", "reasoning_tokens")
 MEASURES = (
     "calls",
@@ -31,7 +33,7 @@ _MEASURES_SQL = f"""count(*) AS calls,
 
 
 @attrs.frozen
-class Report:
+class Report(FieldRepr):
     name: str
     about: str
     keys: tuple[str, ...]  # SELECT expressions of the grouping, each with its column name
@@ -64,7 +66,7 @@ REPORTS: dict[str, Report] = {
 
 
 @attrs.frozen
-class Filters:
+class Filters(FieldRepr):
     since: dt.datetime | None = None  # calls started at or after
     until: dt.datetime | None = None  # calls started before
     project: str | None = None  # a workspace folder: calls in it or in a folder below it

@@ -35,6 +35,7 @@ from typing import Any
 
 import attrs
 
+from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.storage import journal
 from openvaala_lsp.storage.codec import Row, Table
 from openvaala_lsp.storage.engine import duckdb
@@ -59,7 +60,7 @@ CHECKPOINT_RETRY_DELAY = 0.01
 
 
 @attrs.frozen
-class Append:
+class Append(FieldRepr):
     """Rows for an append-only log table."""
 
     table: str
@@ -68,7 +69,7 @@ class Append:
 
 
 @attrs.frozen
-class Put:
+class Put(FieldRepr):
     """Inserts or replaces a whole record (`row[0]` is its key). `new`: the key was just made, so no
     row can have it yet (a plain insert; deleted in the same batch, it never reaches the table)."""
 
@@ -78,13 +79,13 @@ class Put:
 
 
 @attrs.frozen
-class Delete:
+class Delete(FieldRepr):
     table: Table
     key: str
 
 
 @attrs.frozen
-class Update:
+class Update(FieldRepr):
     """Sets `columns` of an existing record (`row[0]` is its key); a missing record stays missing."""
 
     table: Table
@@ -93,7 +94,7 @@ class Update:
 
 
 @attrs.frozen
-class Run:
+class Run(FieldRepr):
     """Runs inside the batch transaction after every write queued before it; its result resolves the future."""
 
     task: Task
@@ -103,14 +104,14 @@ Op = Append | Put | Delete | Update | Run
 
 
 @attrs.define
-class _RecordChange:
+class _RecordChange(FieldRepr):
     deleted: bool = False  # deleted in this segment: the delete is applied before any upsert
     row: Row | None = None  # the last row put, None if the last write was the delete
     new: bool = False  # no row had the key before this batch
 
 
 @attrs.define
-class _Segment:
+class _Segment(FieldRepr):
     records: dict[Table, dict[str, _RecordChange]] = attrs.Factory(dict)
     updates: dict[tuple[Table, tuple[str, ...]], dict[str, Row]] = attrs.Factory(dict)
     appends: dict[tuple[str, tuple[str, ...]], list[Row]] = attrs.Factory(dict)
@@ -119,7 +120,7 @@ class _Segment:
 
 
 @attrs.define
-class _Batch:
+class _Batch(FieldRepr):
     segments: list[_Segment] = attrs.Factory(lambda: [_Segment()])
     futures: list[Future[Any]] = attrs.Factory(list)  # resolved with None once durable (journal or commit)
     visible: list[Future[Any]] = attrs.Factory(list)  # resolved with None once DuckDB has committed

@@ -8,11 +8,12 @@ from typing import Any, Protocol
 
 import attrs
 
+from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.tools.process import Started
 
 
 @attrs.frozen(kw_only=True)
-class SandboxPolicy:
+class SandboxPolicy(FieldRepr):
     """Where a command may write (besides a private /tmp), which folders it sees even where they lie
     under /tmp (the workspace's), and whether it may use the network."""
 
@@ -31,7 +32,7 @@ class Sandboxes(Protocol):
 
 
 @attrs.define(kw_only=True)
-class ToolContext:
+class ToolContext(FieldRepr):
     """Where and how a tool runs: the conversation's workspace directory (absolute, the cwd of
     commands), the roots a path may resolve into, the client's environment, the sandbox commands
     run in (None: none), and the warm sandboxes that start them (None: each starts its own)."""
@@ -44,7 +45,7 @@ class ToolContext:
 
 
 @attrs.define(kw_only=True)
-class ToolOutput:
+class ToolOutput(FieldRepr):
     text: str
     is_error: bool = False
 

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 
 import attrs
 
+from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.tools.common import StopFlag
 
 SKIPPED_DIRECTORIES = frozenset({".git"})
@@ -112,7 +113,7 @@ def compile_glob(pattern: str) -> re.Pattern[str]:
 
 
 @attrs.frozen
-class PathRule:
+class PathRule(FieldRepr):
     """One gitignore-style pattern: anchored ones match the path relative to their base directory,
     the others match the last path segment at any depth."""
 
@@ -156,7 +157,7 @@ def _read_gitignore(directory: str) -> list[PathRule]:
 
 
 @attrs.frozen
-class IgnoreRules:
+class IgnoreRules(FieldRepr):
     """The `.gitignore` rules in force in one directory: its own and all its ancestors' (to the root)."""
 
     layers: tuple[tuple[str, tuple[PathRule, ...]], ...] = ()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import attrs
 
+from openvaala_lsp.fieldrepr import FieldRepr
+
 MAX_FILE_SIZE = 10 * 1024 * 1024
 MAX_LINE_CHARS = 500
 MAX_RECORDED_LINES = 20_000
@@ -11,7 +13,7 @@ MAX_RECORDED_LINES = 20_000
 
 
 @attrs.frozen
-class GrepQuery:
+class GrepQuery(FieldRepr):
     pattern: str
     base: str  # real path of a directory or a file
     base_is_dir: bool
@@ -30,14 +32,14 @@ class GrepQuery:
 
 
 @attrs.define
-class FileMatches:
+class FileMatches(FieldRepr):
     path: str
     count: int = 0
     lines: list[tuple[int, str]] = attrs.Factory(list)
 
 
 @attrs.define
-class GrepResult:
+class GrepResult(FieldRepr):
     files: list[FileMatches] = attrs.Factory(list)
     stopped_early: bool = False  # MAX_RECORDED_LINES reached
 

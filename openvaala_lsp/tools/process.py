@@ -25,6 +25,7 @@ from typing import Protocol
 
 import attrs
 
+from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.tools.sandbox_spawner import live_processes
 from openvaala_lsp.tools.truncate import HeadTailBuffer
 
@@ -40,7 +41,7 @@ EXIT_GRACE = 1.0
 
 
 @attrs.define(kw_only=True)
-class ProcessResult:
+class ProcessResult(FieldRepr):
     output: HeadTailBuffer
     exit_code: int | None  # None if it never exited by itself (timed out)
     timed_out: bool = False

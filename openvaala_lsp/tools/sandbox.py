@@ -20,11 +20,12 @@ import threading
 
 import attrs
 
+from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.tools.base import SandboxPolicy
 
 
 @attrs.frozen
-class SandboxState:
+class SandboxState(FieldRepr):
     usable: bool
     binary: str | None
     reason: str  # why it cannot start, or where it comes from

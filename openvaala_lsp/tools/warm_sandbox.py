@@ -33,6 +33,7 @@ from typing import Any
 
 import attrs
 
+from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.tools import sandbox
 from openvaala_lsp.tools.base import SandboxPolicy
 from openvaala_lsp.tools.process import NO_PID, Started, start_process
@@ -55,7 +56,7 @@ class SandboxLost(Exception):
 
 
 @attrs.define(eq=False)
-class RemoteProcess:
+class RemoteProcess(FieldRepr):
     """A command a warm sandbox started: its pid as this process sees it, its end as the sandbox
     reports it."""
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import attrs
 
+from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import (
     Item,
     ItemId,
@@ -43,12 +44,12 @@ def _check_environment(instance: Any, attribute: attrs.Attribute[list[str] | Non
 
 
 @attrs.define(kw_only=True)
-class EmptyResult:
+class EmptyResult(FieldRepr):
     """The result of methods that return only an error in Go."""
 
 
 @attrs.define(kw_only=True)
-class ApprovalRequest:
+class ApprovalRequest(FieldRepr):
     """What the user is asked to allow: the tool and its arguments, why it asks, and for the shell the
     command; the paths it names."""
 
@@ -60,7 +61,7 @@ class ApprovalRequest:
 
 
 @attrs.define(kw_only=True)
-class PendingApproval:
+class PendingApproval(FieldRepr):
     """A tool call waiting for `answerApproval`: its item, the session it belongs to, the request."""
 
     item_id: ItemId
@@ -75,23 +76,23 @@ class ApprovalDecision(enum.StrEnum):
 
 
 @attrs.define(kw_only=True)
-class PendingInputInfo:
+class PendingInputInfo(FieldRepr):
     item: Item
     mode: SessionInputMode
     turn_id: TurnId | None = None
 
 
 @attrs.define(kw_only=True)
-class StreamingItem:
+class StreamingItem(FieldRepr):
     item_index: int
     item: Item
 
 
 @attrs.define(kw_only=True)
-class IsIdleParams:
+class IsIdleParams(FieldRepr):
     """`{}` (or absent)."""
 
 
 @attrs.define(kw_only=True)
-class IsIdleResult:
+class IsIdleResult(FieldRepr):
     idle: bool

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import attrs
 
+from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import (
     ConversationId,
     ExecutorSettings,
@@ -18,7 +19,7 @@ from openvaala_lsp.protocol.api.common import (
 
 
 @attrs.define(kw_only=True)
-class CreateConversationParams:
+class CreateConversationParams(FieldRepr):
     agent_name: str = ""
     environment: list[str] | None = attrs.field(default=None, validator=_check_environment)
     ephemeral: bool = False
@@ -27,33 +28,33 @@ class CreateConversationParams:
 
 
 @attrs.define(kw_only=True)
-class OpenConversationParams:
+class OpenConversationParams(FieldRepr):
     conversation_id: ConversationId
     environment: list[str] | None = attrs.field(default=None, validator=_check_environment)
 
 
 @attrs.define(kw_only=True)
-class GetConversationParams:
+class GetConversationParams(FieldRepr):
     conversation_id: ConversationId
 
 
 @attrs.define(kw_only=True)
-class IsConversationOpenParams:
+class IsConversationOpenParams(FieldRepr):
     conversation_id: ConversationId
 
 
 @attrs.define(kw_only=True)
-class GetMcpServersParams:
+class GetMcpServersParams(FieldRepr):
     conversation_id: ConversationId
 
 
 @attrs.define(kw_only=True)
-class IsConversationOpenResult:
+class IsConversationOpenResult(FieldRepr):
     open: bool
 
 
 @attrs.define(kw_only=True)
-class ListConversationsParams:
+class ListConversationsParams(FieldRepr):
     cursor: str | None = None
     limit: int | None = attrs.field(default=None, validator=_check_limit)
     order: Order = Order.DESC
@@ -62,12 +63,12 @@ class ListConversationsParams:
 
 
 @attrs.define(kw_only=True)
-class DeleteConversationParams:
+class DeleteConversationParams(FieldRepr):
     conversation_id: ConversationId
 
 
 @attrs.define(kw_only=True)
-class ForkConversationParams:
+class ForkConversationParams(FieldRepr):
     conversation_id: ConversationId
     before_turn_id: TurnId | None = None
     last_turn_id: TurnId | None = None
@@ -77,18 +78,18 @@ class ForkConversationParams:
 
 
 @attrs.define(kw_only=True)
-class SetConversationArchivedParams:
+class SetConversationArchivedParams(FieldRepr):
     conversation_id: ConversationId
     archived: bool
 
 
 @attrs.define(kw_only=True)
-class SetConversationTitleParams:
+class SetConversationTitleParams(FieldRepr):
     conversation_id: ConversationId
     title: str
 
 
 @attrs.define(kw_only=True)
-class SetConversationExecutorSettingsParams:
+class SetConversationExecutorSettingsParams(FieldRepr):
     conversation_id: ConversationId
     executor_settings: ExecutorSettings

@@ -5,6 +5,7 @@ from __future__ import annotations
 import attrs
 
 from openvaala_lsp.definitions import ModelDefinition, Permissions, Sandbox
+from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.mcp.model import ClientMCPServer, MCPServerInfo
 from openvaala_lsp.model import (
     ConversationId,
@@ -14,7 +15,7 @@ from openvaala_lsp.model import (
 
 
 @attrs.define(kw_only=True)
-class AgentInfo:
+class AgentInfo(FieldRepr):
     name: str
     description: str = ""
     default_model: ModelRef | None = None
@@ -23,35 +24,35 @@ class AgentInfo:
 
 
 @attrs.define(kw_only=True)
-class ListAgentsResult:
+class ListAgentsResult(FieldRepr):
     agents: list[AgentInfo]
 
 
 @attrs.define(kw_only=True)
-class ListModelsParams:
+class ListModelsParams(FieldRepr):
     agent_name: str | None = None
 
 
 @attrs.define(kw_only=True)
-class ModelList:
+class ModelList(FieldRepr):
     models: list[ModelDefinition]
     agent_default_model: ModelRef | None = None
 
 
 @attrs.define(kw_only=True)
-class ExecutorDetails:
+class ExecutorDetails(FieldRepr):
     id: str
     kind: str
     description: str = ""
 
 
 @attrs.define(kw_only=True)
-class ListExecutorsResult:
+class ListExecutorsResult(FieldRepr):
     executors: list[ExecutorDetails]
 
 
 @attrs.define(kw_only=True)
-class HookInfo:
+class HookInfo(FieldRepr):
     name: str
     event: str
     command: str
@@ -60,41 +61,41 @@ class HookInfo:
 
 
 @attrs.define(kw_only=True)
-class GetHooksResult:
+class GetHooksResult(FieldRepr):
     hooks: list[HookInfo]
 
 
 @attrs.define(kw_only=True)
-class GetMcpServersResult:
+class GetMcpServersResult(FieldRepr):
     servers: list[MCPServerInfo]
 
 
 @attrs.define(kw_only=True)
-class SetClientMcpServersParams:
+class SetClientMcpServersParams(FieldRepr):
     conversation_id: ConversationId
     client_id: str
     servers: list[ClientMCPServer]
 
 
 @attrs.define(kw_only=True)
-class GetSkillsParams:
+class GetSkillsParams(FieldRepr):
     agent_name: str | None = None
     conversation_id: ConversationId | None = None
     executor_settings: ExecutorSettings | None = None
 
 
 @attrs.define(kw_only=True)
-class SkillInfo:
+class SkillInfo(FieldRepr):
     name: str
     description: str
     path: str | None = None
 
 
 @attrs.define(kw_only=True)
-class GetSkillsResult:
+class GetSkillsResult(FieldRepr):
     skills: list[SkillInfo]
 
 
 @attrs.define(kw_only=True)
-class SetDefinitionsResult:
+class SetDefinitionsResult(FieldRepr):
     busy_conversation_ids: list[ConversationId]

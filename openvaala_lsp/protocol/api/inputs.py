@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import attrs
 
+from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import (
     Address,
     Content,
@@ -24,7 +25,7 @@ from openvaala_lsp.protocol.api.common import (
 
 
 @attrs.define(kw_only=True)
-class SubmitInputParams:
+class SubmitInputParams(FieldRepr):
     conversation_id: ConversationId
     content: list[Content]
     input_id: str | None = None
@@ -33,52 +34,52 @@ class SubmitInputParams:
 
 
 @attrs.define(kw_only=True)
-class SubmitInputResult:
+class SubmitInputResult(FieldRepr):
     item_id: ItemId
 
 
 @attrs.define(kw_only=True)
-class SteerInputParams:
+class SteerInputParams(FieldRepr):
     conversation_id: ConversationId
     item_id: ItemId
     turn_id: TurnId
 
 
 @attrs.define(kw_only=True)
-class WithdrawInputParams:
+class WithdrawInputParams(FieldRepr):
     conversation_id: ConversationId
     item_id: ItemId
 
 
 @attrs.define(kw_only=True)
-class WithdrawInputResult:
+class WithdrawInputResult(FieldRepr):
     items: list[Item]
 
 
 @attrs.define(kw_only=True)
-class InterruptTurnParams:
+class InterruptTurnParams(FieldRepr):
     conversation_id: ConversationId
 
 
 @attrs.define(kw_only=True)
-class InterruptTurnResult:
+class InterruptTurnResult(FieldRepr):
     turn_id: TurnId
 
 
 @attrs.define(kw_only=True)
-class CompactContextResult:
+class CompactContextResult(FieldRepr):
     turn_id: TurnId
 
 
 @attrs.define(kw_only=True)
-class InterruptTurnWithInputParams:
+class InterruptTurnWithInputParams(FieldRepr):
     conversation_id: ConversationId
     item_id: ItemId
     turn_id: TurnId
 
 
 @attrs.define(kw_only=True)
-class AnswerApprovalParams:
+class AnswerApprovalParams(FieldRepr):
     """`answerApproval`: the answer to an `approvalRequested` event; the first answer wins."""
 
     conversation_id: ConversationId
@@ -88,24 +89,24 @@ class AnswerApprovalParams:
 
 
 @attrs.define(kw_only=True)
-class CompactContextParams:
+class CompactContextParams(FieldRepr):
     conversation_id: ConversationId
 
 
 @attrs.define(kw_only=True)
-class GetTurnsParams:
+class GetTurnsParams(FieldRepr):
     conversation_id: ConversationId
     turn_ids: list[TurnId]
     session_id: SessionId | None = None
 
 
 @attrs.define(kw_only=True)
-class GetTurnsResult:
+class GetTurnsResult(FieldRepr):
     turns: list[Turn]
 
 
 @attrs.define(kw_only=True)
-class ListTurnsParams:
+class ListTurnsParams(FieldRepr):
     conversation_id: ConversationId
     session_id: SessionId | None = None
     cursor: str | None = None
@@ -114,7 +115,7 @@ class ListTurnsParams:
 
 
 @attrs.define(kw_only=True)
-class ListItemsParams:
+class ListItemsParams(FieldRepr):
     conversation_id: ConversationId
     session_id: SessionId | None = None
     cursor: Ordinal | None = None

@@ -6,13 +6,14 @@ from typing import Any
 
 import attrs
 
+from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.protocol.api.common import (
     _check_query_limit,
 )
 
 
 @attrs.define(kw_only=True)
-class QueryParams:
+class QueryParams(FieldRepr):
     """One read-only statement (SELECT, WITH, FROM, VALUES, DESCRIBE, SHOW, SUMMARIZE, EXPLAIN) on the
     history database; `parameters` fill its `?` / `$1` placeholders in order."""
 
@@ -22,13 +23,13 @@ class QueryParams:
 
 
 @attrs.define(kw_only=True)
-class QueryColumn:
+class QueryColumn(FieldRepr):
     name: str
     type: str  # DuckDB's name of the type: "BIGINT", "TIMESTAMP WITH TIME ZONE", "VARCHAR[]", ...
 
 
 @attrs.define(kw_only=True)
-class QueryResult:
+class QueryResult(FieldRepr):
     """`rows` hold JSON values in column order; `truncated`: more rows existed than were returned."""
 
     columns: list[QueryColumn]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import attrs
 
+from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import (
     ContextUsage,
     ConversationId,
@@ -23,31 +24,31 @@ from openvaala_lsp.protocol.api.common import (
 
 
 @attrs.define(kw_only=True)
-class ListSessionsParams:
+class ListSessionsParams(FieldRepr):
     conversation_id: ConversationId
     cursor: str | None = None
     limit: int | None = attrs.field(default=None, validator=_check_limit)
 
 
 @attrs.define(kw_only=True)
-class GetSessionByIdParams:
+class GetSessionByIdParams(FieldRepr):
     session_id: SessionId
 
 
 @attrs.define(kw_only=True)
-class GetSessionDetailsParams:
+class GetSessionDetailsParams(FieldRepr):
     conversation_id: ConversationId
     session_id: SessionId
 
 
 @attrs.define(kw_only=True)
-class GetSessionContextUsageParams:
+class GetSessionContextUsageParams(FieldRepr):
     conversation_id: ConversationId
     session_id: SessionId
 
 
 @attrs.define(kw_only=True)
-class SessionDetails:
+class SessionDetails(FieldRepr):
     session: Session
     info: SessionRuntimeInfo
     turn_count: int
@@ -57,7 +58,7 @@ class SessionDetails:
 
 
 @attrs.define(kw_only=True)
-class ItemTokens:
+class ItemTokens(FieldRepr):
     """What one item of the model's context takes: its type, and the tool's name for a tool call or
     result, so an editor can show what fills the window (tool output, messages, the compaction)."""
 
@@ -68,7 +69,7 @@ class ItemTokens:
 
 
 @attrs.define(kw_only=True)
-class LastRequestUsage:
+class LastRequestUsage(FieldRepr):
     estimated_tokens: int
     model: ModelRef
     model_call_id: ModelCallId
@@ -76,7 +77,7 @@ class LastRequestUsage:
 
 
 @attrs.define(kw_only=True)
-class SessionContextUsage:
+class SessionContextUsage(FieldRepr):
     items: list[ItemTokens]
     next_request: ContextUsage
     system_tokens: int
@@ -87,7 +88,7 @@ class SessionContextUsage:
 
 
 @attrs.define(kw_only=True)
-class SetSessionModelParams:
+class SetSessionModelParams(FieldRepr):
     conversation_id: ConversationId
     session_id: SessionId
     model: ModelSelection

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import attrs
 
+from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import (
     ConversationId,
     Ordinal,
@@ -18,25 +19,25 @@ from openvaala_lsp.protocol.api.common import (
 
 
 @attrs.define(kw_only=True)
-class SubscribeConversationParams:
+class SubscribeConversationParams(FieldRepr):
     conversation_id: ConversationId
 
 
 @attrs.define(kw_only=True)
-class SubscribeConversationResult:
+class SubscribeConversationResult(FieldRepr):
     subscription_id: str
     title: str
     sessions: list[SessionRuntimeInfo]
 
 
 @attrs.define(kw_only=True)
-class SubscribeSessionParams:
+class SubscribeSessionParams(FieldRepr):
     conversation_id: ConversationId
     session_id: SessionId
 
 
 @attrs.define(kw_only=True)
-class SubscribeSessionResult:
+class SubscribeSessionResult(FieldRepr):
     subscription_id: str
     last_saved_ordinal: Ordinal
     pending_inputs: list[PendingInputInfo]
@@ -46,36 +47,36 @@ class SubscribeSessionResult:
 
 
 @attrs.define(kw_only=True)
-class SubscribeRunningConversationsParams:
+class SubscribeRunningConversationsParams(FieldRepr):
     """`{}` (or absent)."""
 
 
 @attrs.define(kw_only=True)
-class ListAgentsParams:
+class ListAgentsParams(FieldRepr):
     """`{}` (or absent)."""
 
 
 @attrs.define(kw_only=True)
-class ListExecutorsParams:
+class ListExecutorsParams(FieldRepr):
     """`{}` (or absent)."""
 
 
 @attrs.define(kw_only=True)
-class GetHooksParams:
+class GetHooksParams(FieldRepr):
     """`{}` (or absent)."""
 
 
 @attrs.define(kw_only=True)
-class RunningConversations:
+class RunningConversations(FieldRepr):
     conversation_ids: list[ConversationId]
 
 
 @attrs.define(kw_only=True)
-class SubscribeRunningConversationsResult:
+class SubscribeRunningConversationsResult(FieldRepr):
     subscription_id: str
     initial: RunningConversations
 
 
 @attrs.define(kw_only=True)
-class UnsubscribeParams:
+class UnsubscribeParams(FieldRepr):
     subscription_id: str

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import attrs
 
+from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import (
     WorkspaceFolder,
     check_path,
@@ -14,14 +15,14 @@ from openvaala_lsp.protocol.api.common import (
 
 
 @attrs.define(kw_only=True)
-class GetWorkspaceDirectoriesParams:
+class GetWorkspaceDirectoriesParams(FieldRepr):
     base_directory: str | None = attrs.field(default=None, validator=check_path)
     directory: str | None = attrs.field(default=None, validator=check_path)
     executor_id: str | None = None
 
 
 @attrs.define(kw_only=True)
-class WorkspaceDirectories:
+class WorkspaceDirectories(FieldRepr):
     base_directory: str
     directory: str
     entries: list[WorkspaceFolder]
@@ -29,32 +30,32 @@ class WorkspaceDirectories:
 
 
 @attrs.define(kw_only=True)
-class ResolveWorkspaceDirectoryParams:
+class ResolveWorkspaceDirectoryParams(FieldRepr):
     directory: str = attrs.field(validator=check_path)
     base_directory: str | None = attrs.field(default=None, validator=check_path)
     executor_id: str | None = None
 
 
 @attrs.define(kw_only=True)
-class ResolveWorkspaceDirectoryResult:
+class ResolveWorkspaceDirectoryResult(FieldRepr):
     directory: str
 
 
 @attrs.define(kw_only=True)
-class OpenTerminalWorkspaceParams:
+class OpenTerminalWorkspaceParams(FieldRepr):
     directory: str | None = attrs.field(default=None, validator=check_path)
     environment: list[str] | None = attrs.field(default=None, validator=_check_environment)
     executor_id: str | None = None
 
 
 @attrs.define(kw_only=True)
-class Workspace:
+class Workspace(FieldRepr):
     root: str
     environment: list[str]
 
 
 @attrs.define(kw_only=True)
-class TerminalWorkspace:
+class TerminalWorkspace(FieldRepr):
     directory: str
     executor_id: str
     workspace: Workspace
