@@ -2,9 +2,10 @@
 
 attrs generates, compiles and evaluates a `__repr__` for each class it decorates, ~40% of the cost of
 making one class (measured: 0.54 -> 0.34 ms a class), and a host makes over a hundred such classes
-before it answers its first editor: 20-30 ms of a first start (the host's CPU, A/B). Deriving from `FieldRepr` gives a class this shared
-`__repr__` instead; `attrs.define` and `attrs.frozen` then leave it alone (they detect a class's own
-`__repr__`), so the decorators stay as they are and attrs' typing plugin keeps seeing them.
+before it answers its first editor: 20-30 ms of a first start (the host's CPU, A/B). Deriving from
+`FieldRepr` gives a class this shared `__repr__` instead; `attrs.define` and `attrs.frozen` then leave
+it alone (they detect a class's own `__repr__`), so the decorators stay as they are and attrs' typing
+plugin keeps seeing them.
 """
 
 from __future__ import annotations
