@@ -30,8 +30,10 @@ def test_every_attrs_class_of_the_package_uses_the_shared_repr() -> None:
     assert len(classes) > 150  # the walk found the package's classes
     without = [f"{cls.__module__}.{cls.__qualname__}" for cls in classes if not issubclass(cls, FieldRepr)]
     assert without == [], "derive these from openvaala_lsp.fieldrepr.FieldRepr"
-    generated = [cls.__qualname__ for cls in classes if cls.__repr__ is not fields_repr]
+    # attrs' own __repr__ comes from code it compiled; a class's own hand-written one is fine
+    generated = [cls.__qualname__ for cls in classes if cls.__repr__.__code__.co_filename.startswith("<attrs")]
     assert generated == []
+    assert sum(cls.__repr__ is fields_repr for cls in classes) > 150
 
 
 def test_the_repr_reads_as_attrs_writes_it() -> None:
