@@ -452,6 +452,8 @@ async def test_idle_host_exits_and_checkpoints(homes: list[Path], ws: Path) -> N
         await asyncio.sleep(2.5)  # well past the 1 s grace: a connected editor keeps the host
         assert await editor.call("isIdle") == {"idle": True}
         assert host_pids(home) == [host]
+        # the collector, off through the start, came back once the host was quiet
+        assert host_log(home).count("objects collected, the rest frozen") == 1
     finally:
         assert await editor.shutdown() == 0
     await until(lambda: not alive(host), "the idle host exits")
