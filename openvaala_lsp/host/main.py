@@ -29,9 +29,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(ready_fd: int | None) -> int:
     """The host's life; `ready_fd` gets b"R" once it listens (and is closed)."""
-    # the start makes ~200k objects that live as long as the host, and the collector walked them over
-    # and over while they were made: 10-19 ms of a first start's imports (measured). It is off until
-    # the start is behind (`server.collect_start_garbage`)
+    # the start makes ~30k objects the collector tracks, most of them living as long as the host, and
+    # it walked them over and over while they were made: 10-19 ms of a first start's imports
+    # (measured). It is off until the start is behind (`server.collect_start_garbage`)
     gc.disable()
     _name_process(PROCESS_NAME)
     directory = run_dir()
