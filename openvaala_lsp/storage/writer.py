@@ -324,8 +324,7 @@ class BatchWriter:
             while True:
                 batch = self._take()
                 if self._dead is not None:  # the DuckDB thread died: nothing more is answered
-                    for future in _waiters(batch):
-                        future.set_exception(self._dead)
+                    _fail(batch, self._dead)
                     return
                 self._journaled(batch)
                 with self._cond:
@@ -433,9 +432,7 @@ class BatchWriter:
             self._cond.notify()
             self._landable.notify()
         for batch in batches:
-            for future in _waiters(batch):
-                if not future.done():
-                    future.set_exception(exc)
+            _fail(batch, exc)
 
     def _commit(self, group: list[_Batch]) -> None:
         if group[0].seq is not None:
@@ -449,23 +446,13 @@ class BatchWriter:
                     self._checkpoint(batch.checkpoints)
             return
         [batch] = group
-        results: list[tuple[Future[Any], Any]] = []
-        if batch.has_writes:
-            try:
-                self._cur.execute("BEGIN")
-                for seg in batch.segments:
-                    _apply(self._cur, seg)
-                    if seg.task is not None and seg.task_future is not None:
-                        results.append((seg.task_future, seg.task(self._cur)))
-                self._cur.execute("COMMIT")
-            except Exception as exc:
-                # Never COMMIT after an error: DuckDB would return normally and roll back.
-                _rollback(self._cur)
-                log.error("storage: a batch of %d writes failed and was rolled back", batch.rows, exc_info=exc)
-                self._landed(group)
-                for future in _waiters(batch):
-                    future.set_exception(exc)
-                return
+        try:
+            results = _transaction(self._cur, batch.segments) if batch.has_writes else []
+        except Exception as exc:
+            log.error("storage: a batch of %d writes failed and was rolled back", batch.rows, exc_info=exc)
+            self._landed(group)
+            _fail(batch, exc)
+            return
         self._landed(group)
         for future, result in results:
             future.set_result(result)
@@ -564,19 +551,26 @@ def _land(cur: duckdb.DuckDBPyConnection, group: Sequence[_Batch]) -> None:
     _transaction(cur, [], seq)
 
 
-def _transaction(cur: duckdb.DuckDBPyConnection, segments: Sequence[_Segment], seq: int | None = None) -> None:
-    """Applies `segments` in one transaction, with journal record `seq` if one is given; rolled back
-    (never committed: DuckDB would return normally and roll back) and raised if DuckDB refuses."""
+def _transaction(
+    cur: duckdb.DuckDBPyConnection, segments: Sequence[_Segment], seq: int | None = None
+) -> list[tuple[Future[Any], Any]]:
+    """Applies `segments` in one transaction, each one's task after its writes, with journal record
+    `seq` if one is given; returns the tasks' futures with their results. Rolled back (never
+    committed: DuckDB would return normally and roll back) and raised if DuckDB or a task refuses."""
+    results: list[tuple[Future[Any], Any]] = []
     try:
         cur.execute("BEGIN")
         for seg in segments:
             _apply(cur, seg)
+            if seg.task is not None and seg.task_future is not None:
+                results.append((seg.task_future, seg.task(cur)))
         if seq is not None:
             _statement(cur, _SET_SEQ, [(seq,)])
         cur.execute("COMMIT")
     except Exception:
         _rollback(cur)
         raise
+    return results
 
 
 def replay(cur: duckdb.DuckDBPyConnection, records: list[tuple[int, Any]]) -> None:
@@ -638,6 +632,12 @@ def _rollback(cur: duckdb.DuckDBPyConnection) -> None:
         cur.execute("ROLLBACK")
     except duckdb.Error:
         pass  # no transaction left to roll back (the failed statement was BEGIN or COMMIT)
+
+
+def _fail(batch: _Batch, exc: BaseException) -> None:
+    for future in _waiters(batch):
+        if not future.done():  # answered already: the journal had it
+            future.set_exception(exc)
 
 
 def _waiters(batch: _Batch) -> list[Future[Any]]:
