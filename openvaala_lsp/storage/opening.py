@@ -62,23 +62,28 @@ def connect_file(path: str) -> Connections:
 
 def open_journal(con: duckdb.DuckDBPyConnection, path: str) -> journal.Journal:
     """The journal of the database file `path`, once DuckDB has every record in it."""
-    database_id, seq = _journal_state(con)
-    journal_path = journal.path_of(path)
-    missing = [record for record in journal.read(journal_path, database_id) if record[0] > seq]
+    return journal.Journal(journal.path_of(path), *land_journal(con, path))
+
+
+def land_journal(con: duckdb.DuckDBPyConnection, path: str) -> tuple[str, int]:
+    """Commits what the journal of the database file `path` holds and DuckDB lacks (a runtime was
+    killed); the database's id and the number of its last record DuckDB has."""
+    database_id, seq, missing = _unlanded(con, path)
     if missing:
         from openvaala_lsp.storage import writer  # only after a kill: opening stays light otherwise
 
         writer.replay(con, missing)
         seq = missing[-1][0]
-    return journal.Journal(journal_path, database_id, seq)
+    return database_id, seq
 
 
 def journal_ahead(con: duckdb.DuckDBPyConnection, path: str) -> bool:
     """The journal of the database file `path` holds writes DuckDB does not have (a runtime was killed)."""
-    database_id, seq = _journal_state(con)
-    return any(record[0] > seq for record in journal.read(journal.path_of(path), database_id))
+    return bool(_unlanded(con, path)[2])
 
 
-def _journal_state(con: duckdb.DuckDBPyConnection) -> tuple[str, int]:
+def _unlanded(con: duckdb.DuckDBPyConnection, path: str) -> tuple[str, int, list[tuple[int, Any]]]:
+    """The database's id, its last journal record DuckDB has, and the journal's records after it."""
     database_id, seq = con.execute("SELECT id, seq FROM storage_journal").fetchall()[0]
-    return database_id, seq
+    records = journal.read(journal.path_of(path), database_id)
+    return database_id, seq, [record for record in records if record[0] > seq]

@@ -33,7 +33,7 @@ from openvaala_lsp.storage.engine import duckdb
 from openvaala_lsp.storage.errors import QueryCancelled, QueryError
 from openvaala_lsp.storage.interfaces import SqlColumn, SqlResult
 from openvaala_lsp.storage.migrations import LATEST_VERSION, current_version, migrate
-from openvaala_lsp.storage.opening import connect, journal_ahead, open_journal
+from openvaala_lsp.storage.opening import connect, journal_ahead, land_journal
 from openvaala_lsp.storage.sql_values import Convert, converter, type_name
 
 log = logging.getLogger(__name__)
@@ -211,7 +211,7 @@ def _open(path: str, *, read_only: bool) -> duckdb.DuckDBPyConnection:
     con = connect(path, READ_ONLY_CONFIG)
     try:
         migrate(con, path)
-        open_journal(con, path).close()
+        land_journal(con, path)  # no journal file is made: the runtime's open makes it
     except BaseException:
         con.close()
         raise
