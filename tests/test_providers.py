@@ -45,7 +45,7 @@ from openvaala_lsp.providers.base import (
 )
 from openvaala_lsp.providers.errors import DeadlineExceeded
 from openvaala_lsp.providers.factory import make_provider
-from openvaala_lsp.providers.http import ProviderTimeouts
+from openvaala_lsp.providers.http import ProviderTimeouts, json_body
 from openvaala_lsp.providers.retry import RetryPolicy
 
 APIS = list(ROUTES)
@@ -755,6 +755,33 @@ async def test_official_openai_chat_uses_max_completion_tokens() -> None:
         assert completed(await collect(provider, request)).finish_reason == "stop"
         await provider.aclose()
     assert [(body.get("max_completion_tokens"), body.get("max_tokens")) for body in bodies] == [(77, None), (None, 77)]
+
+
+async def test_request_bodies_are_the_json_httpx_would_write() -> None:
+    """orjson writes the body (`http.json_body`): the bytes httpx's `json=` wrote, with what orjson
+    refuses (an integer past 64 bits, a lone surrogate) written by the json module instead."""
+    sent: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(200, text="data: [DONE]\n\n", headers={"content-type": "text/event-stream"})
+
+    definition = ModelDefinition(ref=ModelRef(provider="p", name="m"), api="openai-chat", api_key_env="K")
+    definition.base_url = "http://127.0.0.1:1/v1"
+    provider = make_provider(definition, {"K": "k"}, transport=httpx.MockTransport(handler))
+    texts = ['caf\u00e9 \u2028 "quoted"\n\ttab \U0001f600 </script>', "lone \ud800 surrogate"]
+    for text in texts:
+        request = ModelRequest(model="m", messages=[Message(role="user", content=[Content(type="text", text=text)])])
+        assert completed(await collect(provider, request)).finish_reason == "stop"
+    await provider.aclose()
+    first, second = sent
+    assert first.headers["content-type"] == "application/json"
+    assert first.headers["content-length"] == str(len(first.content))
+    expected = httpx.Request("POST", "http://x", json=json.loads(first.content)).content
+    assert first.content == expected  # byte for byte: compact, UTF-8, nothing escaped that need not be
+    assert json.loads(second.content)["messages"][0]["content"] == texts[1]
+    assert b"\\ud800" in second.content  # escaped: the body stays valid UTF-8
+    assert json_body({"n": 2**70}) == b'{"n":1180591620717411303424}'
 
 
 # The server in its own thread (for tests that drive a subprocess).

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import math
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Mapping, Sequence
@@ -16,6 +17,7 @@ from typing import Any, Protocol, TypeVar
 
 import attrs
 import httpx
+import orjson
 
 from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.providers import transport as stream_transport
@@ -36,6 +38,7 @@ log = logging.getLogger(__name__)
 USER_AGENT = "openvaala-lsp"
 _MAX_ERROR_BODY = 64 * 1024
 _DRAIN_SECONDS = 2.0  # after the terminal event, how long to wait for the body's end to keep the connection
+_JSON = {"content-type": "application/json"}
 
 F = TypeVar("F")
 F_co = TypeVar("F_co", covariant=True)
@@ -58,6 +61,18 @@ class ProviderTimeouts(FieldRepr):
 
     def httpx_timeout(self) -> httpx.Timeout:
         return httpx.Timeout(connect=self.connect, read=self.read, write=self.write, pool=self.pool)
+
+
+def json_body(body: dict[str, Any]) -> bytes:
+    """The request's JSON as httpx's `json=` writes it (compact UTF-8), by orjson: the conversation's
+    history is most of every request, and the json module took 0.68 ms for 100 KB of it where orjson
+    takes 0.02 (measured), once per model call, on the way to the model. What orjson refuses (an
+    integer past 64 bits, a lone surrogate) the json module writes, with escapes. orjson writes NaN
+    as null; the json module refuses it, as httpx did."""
+    try:
+        return orjson.dumps(body)
+    except TypeError:  # orjson.JSONEncodeError
+        return json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
 
 
 class FrameDecoder(Protocol[F_co]):
@@ -174,7 +189,9 @@ class StreamingHttp:
                 deadline = loop.time() + self._timeouts.first_event
                 try:
                     async with asyncio.timeout_at(deadline):
-                        response = await stack.enter_async_context(self._client.stream("POST", path, json=body))
+                        response = await stack.enter_async_context(
+                            self._client.stream("POST", path, content=json_body(body), headers=_JSON)
+                        )
                 except TimeoutError:
                     error: ProviderError = DeadlineExceeded("firstEvent", self._timeouts.first_event)
                 except httpx.TransportError as exc:
