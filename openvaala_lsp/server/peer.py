@@ -4,7 +4,8 @@ requests the server sends the editor (`workspace/workspaceFolders`, `openvaala/c
 and their answers, and notifications.
 
 Messages arrive here already checked (`messages.check`). Every frame written is valid UTF-8 JSON
-(`framing.frame`); a result JSON cannot carry (a NaN) is answered as an internal error instead.
+(`encode`); a result JSON cannot carry (an object of no JSON type) is answered as an internal error
+instead.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import logging
 from collections.abc import Coroutine
 from typing import Any, Protocol
 
-from openvaala_lsp.framing import INTERNAL, REQUEST_CANCELLED, frame
+import orjson
+
+from openvaala_lsp.framing import INTERNAL, REQUEST_CANCELLED, frame, frame_body
 from openvaala_lsp.protocol.codes import KINDS
 
 logger = logging.getLogger(__name__)
@@ -62,15 +65,15 @@ class Peer:
 
     def send(self, message: dict[str, Any]) -> None:
         if not self.closed:
-            self.sink.write(frame(message))
+            self.sink.write(encode(message))
 
     def notify(self, method: str, params: Any) -> None:
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
     def answer(self, msg_id: Any, result: Any) -> None:
         try:
-            data = frame({"jsonrpc": "2.0", "id": msg_id, "result": result})
-        except (TypeError, ValueError) as exc:  # e.g. a float NaN in a result
+            data = encode({"jsonrpc": "2.0", "id": msg_id, "result": result})
+        except (TypeError, ValueError) as exc:  # an object JSON has no form for
             logger.error("cannot encode a result as JSON: %s", exc)
             self.fail(msg_id, WireError(INTERNAL[1], f"the result could not be encoded as JSON: {exc}"))
             return
@@ -155,3 +158,15 @@ class Peer:
 def error(kind_and_code: tuple[str, int], message: str, **data: Any) -> WireError:
     kind, code = kind_and_code
     return WireError(code, message, {"kind": kind, **data})
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    """One LSP frame of `message`, written by orjson: notifications carry every delta of an answer,
+    and the json module's encoder was 4% of a streaming host's time (py-spy, 16 turns of 2000
+    deltas). What orjson refuses (a lone surrogate, an integer past 64 bits, a key that is not a
+    string) `framing.frame` writes, or refuses with TypeError. NaN and infinities, which JSON lacks,
+    go as null."""
+    try:
+        return frame_body(orjson.dumps(message))
+    except TypeError:  # orjson.JSONEncodeError
+        return frame(message)

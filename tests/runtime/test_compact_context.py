@@ -14,8 +14,9 @@ from fake_provider import ChatStream, FakeProviderServer, error_response, insuff
 from harness import Harness, ResponseError
 from turn_helpers import Session, definitions, text_of
 
+from openvaala_lsp.providers.http import json_body
 from openvaala_lsp.runtime.compaction import HANDOFF_INSTRUCTIONS, RECENT_HEADER, SUMMARY_HEADER
-from openvaala_lsp.runtime.context import PRUNED_TEXT
+from openvaala_lsp.runtime.context import PRUNED_TEXT, estimate_json
 
 HANDOFF = "## Goal\nShip the parser.\n## Current state and next step\nWrite the tests."
 HANDED = "Ship the parser."  # a line of the hand-off, as it reads inside a JSON dump
@@ -254,3 +255,9 @@ async def test_compact_context_refuses_while_a_turn_runs(agent: Harness, provide
     with pytest.raises(ResponseError) as err:
         await agent.call("compactContext", {"conversationId": "conv_missing"})
     assert err.value.kind == "conversationNotFound"
+
+
+def test_json_is_estimated_as_a_request_carries_it() -> None:
+    schema = {"name": "shell", "description": "Runs a command é", "parameters": {"type": "object"}}
+    assert estimate_json(schema) == (len(json_body(schema)) + 3) // 4  # compact UTF-8 bytes / 4
+    assert estimate_json({"n": 2**70, "s": "lone \ud800"}) > 0  # what orjson refuses is still measured
