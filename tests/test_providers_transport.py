@@ -98,7 +98,7 @@ async def test_a_chunked_stream_comes_up_in_socket_pieces_not_chunk_by_chunk() -
 
 @pytest.mark.parametrize("split", [1, 2, 3, 5, 7, 64])
 def test_chunked_decoding_at_any_split(split: int) -> None:
-    body = b"5;ext=1\r\nhello\r\n1\r\n \r\nB\r\nworld, done\r\n0\r\nx-trailer: 1\r\n\r\n"
+    body = b"5;ext=1\r\nhello\r\n1 \r\n \r\nB\r\nworld, done\r\n0\r\nx-trailer: 1\r\n\r\n"
     decoder = _Chunked()
     out = b"".join(decoder.feed(body[i : i + split]) for i in range(0, len(body), split))
     assert out == b"hello world, done"
@@ -107,8 +107,16 @@ def test_chunked_decoding_at_any_split(split: int) -> None:
 
 @pytest.mark.parametrize(
     "body",
-    [b"zz\r\nhello\r\n0\r\n\r\n", b"5\r\nhelloXX0\r\n\r\n", b"0x5\r\nhello\r\n0\r\n\r\n", b"+5\r\nhello\r\n"],
-    ids=["not hex", "no CRLF after data", "0x prefix", "sign"],
+    [
+        b"zz\r\nhello\r\n0\r\n\r\n",
+        b"5\r\nhelloXX0\r\n\r\n",
+        b"0x5\r\nhello\r\n0\r\n\r\n",
+        b"+5\r\nhello\r\n",
+        b"0_5\r\nhello\r\n",  # int() would take it
+        b"00000000000000005\r\nhello\r\n",  # 17 digits
+        b"\r\nhello\r\n",
+    ],
+    ids=["not hex", "no CRLF after data", "0x prefix", "sign", "underscore", "too long", "empty"],
 )
 def test_malformed_chunked_bodies_are_protocol_errors(body: bytes) -> None:
     with pytest.raises(httpx.RemoteProtocolError, match="malformed chunked body"):

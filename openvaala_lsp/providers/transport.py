@@ -28,6 +28,7 @@ KEEPALIVE_SECONDS = 5.0  # httpx's default keep-alive expiry
 MAX_IDLE_PER_ORIGIN = 8
 MAX_LINE = 64 * 1024  # a chunk-size or trailer line; anything longer is not HTTP
 _HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
+_HEX_DIGITS = b"0123456789abcdefABCDEF"
 _NO_BODY_STATUS = (204, 304)
 
 Origin = tuple[str, str, int]
@@ -341,10 +342,12 @@ class _Chunked(_Framing):
             if self._trailers:
                 self.done = not line  # trailer fields are not used
                 continue
-            digits = line.split(b";", 1)[0].strip(b" \t")
-            if not _HEX.fullmatch(digits):
-                raise httpx.RemoteProtocolError(f"malformed chunked body: chunk size {bytes(line[:40])!r}")
-            self._left = int(digits, 16)
+            if not line or line.strip(_HEX_DIGITS) or len(line) > 16:  # not the usual bare size: the long way
+                digits = line.split(b";", 1)[0].strip(b" \t")
+                if not _HEX.fullmatch(digits):
+                    raise httpx.RemoteProtocolError(f"malformed chunked body: chunk size {bytes(line[:40])!r}")
+                line = digits
+            self._left = int(line, 16)
             self._trailers = self._left == 0
         self._buffer = buffer[position:]
         if self.done and self._buffer:
