@@ -293,15 +293,18 @@ def error_response(msg_id: Any, error: tuple[str, int], message: str, **data: An
 
 
 def frame(message: Any, default: Callable[[Any], Any] | None = None) -> bytes:
-    """One LSP frame. UTF-8 as is; a string holding a lone surrogate (valid JSON text, not valid
-    UTF-8) is sent \\u-escaped instead, so the frame is always valid UTF-8 and valid JSON. NaN and
-    infinities are refused with ValueError."""
+    """One LSP frame of `message` as `dumps` writes it."""
+    return frame_body(dumps(message, default))
+
+
+def dumps(value: Any, default: Callable[[Any], Any] | None = None) -> bytes:
+    """Compact JSON, UTF-8 as is; a string holding a lone surrogate (valid JSON text, not valid
+    UTF-8) is written \\u-escaped instead, so the result is always valid UTF-8 and valid JSON. NaN
+    and infinities are refused with ValueError."""
     try:
-        body = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=default)
-        data = body.encode()
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=default).encode()
     except UnicodeEncodeError:
-        data = json.dumps(message, separators=(",", ":"), allow_nan=False, default=default).encode()
-    return b"Content-Length: %d\r\n\r\n%s" % (len(data), data)
+        return json.dumps(value, separators=(",", ":"), allow_nan=False, default=default).encode()
 
 
 def frame_body(body: bytes) -> bytes:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import math
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Mapping, Sequence
@@ -19,6 +18,7 @@ import attrs
 import httpx
 import orjson
 
+from openvaala_lsp import framing
 from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.providers import transport as stream_transport
 from openvaala_lsp.providers.base import ProviderError, StreamEvent
@@ -67,12 +67,12 @@ def json_body(body: dict[str, Any]) -> bytes:
     """The request's JSON as httpx's `json=` writes it (compact UTF-8), by orjson: the conversation's
     history is most of every request, and the json module took 0.68 ms for 100 KB of it where orjson
     takes 0.02 (measured), once per model call, on the way to the model. What orjson refuses (an
-    integer past 64 bits, a lone surrogate) the json module writes, with escapes. orjson writes NaN
-    as null; the json module refuses it, as httpx did."""
+    integer past 64 bits, a lone surrogate) `framing.dumps` writes, as the editor's frames. orjson
+    writes NaN as null; `framing.dumps` refuses it, as httpx did."""
     try:
         return orjson.dumps(body)
     except TypeError:  # orjson.JSONEncodeError
-        return json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
+        return framing.dumps(body)
 
 
 class FrameDecoder(Protocol[F_co]):
