@@ -21,7 +21,7 @@ import orjson
 from openvaala_lsp import framing
 from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.providers import transport as stream_transport
-from openvaala_lsp.providers.base import ProviderError, StreamEvent
+from openvaala_lsp.providers.base import ProviderError, StreamEvent, merge_deltas
 from openvaala_lsp.providers.errors import (
     AUTHENTICATION,
     CONNECTION,
@@ -229,7 +229,7 @@ class StreamingHttp:
         chunks = opened.response.aiter_bytes()
         deadline = _Deadline(loop, opened.first_event_deadline)
         deadline_name = "firstEvent"
-        end_of_body = completed = False
+        end_of_body = completed = started = False
         try:
             while not completed and not end_of_body:
                 try:
@@ -252,18 +252,40 @@ class StreamingHttp:
                     ) from None
                 except FrameTooLarge as exc:
                     raise ProviderError(STREAM_ERROR, str(exc)) from None
+                # a read's deltas go out merged (`merge_deltas`): a model streaming faster than the
+                # turn takes its deltas one by one left it a backlog; only the answer's first events
+                # go out before the rest of their read is translated
+                events: list[StreamEvent] = []
+                progressed = False
+                failure: ProviderError | None = None  # raised once what came before it is out
                 for frame in frames:
                     if translator.is_keepalive(frame):
                         continue
-                    for event in translator.feed(frame):
-                        deadline.pause()  # the consumer's own pace never counts as idle
-                        yield event
-                    # Measured from when the consumer asked for more.
-                    deadline.move(loop.time() + self._timeouts.idle)
-                    deadline_name = "idle"
+                    progressed = True
+                    try:
+                        events += translator.feed(frame)
+                    except ProviderError as exc:
+                        failure = exc
+                        break
                     if translator.finished:
                         completed = True
                         break
+                    if events and not started:
+                        started = True
+                        deadline.pause()  # the consumer's own pace never counts as idle
+                        for event in events:
+                            yield event
+                        events = []
+                if not progressed:
+                    continue
+                deadline.pause()
+                for event in merge_deltas(events):
+                    yield event
+                if failure is not None:
+                    raise failure
+                # Measured from when the consumer asked for more.
+                deadline.move(loop.time() + self._timeouts.idle)
+                deadline_name = "idle"
         finally:
             deadline.close()
         if not completed:

@@ -57,9 +57,9 @@ from openvaala_lsp.runtime.tool_calls import CallGate, run_tool_calls
 
 logger = logging.getLogger(__name__)
 
-# while the turn's last commit is under way, the answer is read this far (a tool call, a short
-# answer: the tool runs without waiting for the commit), then the turn waits for it
-READ_AHEAD_EVENTS = 32
+# while the turn's last commit is under way, this many characters of the answer are read on (a tool
+# call, a short answer: the tool runs without waiting for the commit), then the turn waits for it
+READ_AHEAD_CHARS = 4096
 YIELD_SECONDS = 0.002  # the longest a model stream keeps the event loop to itself
 
 MAX_STOP_CONTINUATIONS = 3
@@ -357,7 +357,7 @@ async def _call_model(owner: TurnOwner, active: ActiveTurn, stream: AsyncIterato
     # slow the request down); the answer's first events are read meanwhile, held behind that
     # commit's reports (and the turn's inputs', usually done by now): `TurnItems.publish`
     loop.call_soon(items.commit)
-    read_ahead = 0  # events read while that commit is under way
+    read_ahead = 0  # characters read while that commit is under way
     try:
         async for event in stream:
             if record.first_token_ms is None:
@@ -399,8 +399,8 @@ async def _call_model(owner: TurnOwner, active: ActiveTurn, stream: AsyncIterato
             elif isinstance(event, provider_events.Completed):
                 completed = event
             if items.deferred:
-                read_ahead += 1
-                if read_ahead >= READ_AHEAD_EVENTS:
+                read_ahead += len(provider_events.delta_text(event))
+                if read_ahead > READ_AHEAD_CHARS:
                     # a long answer waits for the commit its events wait for: reading on would starve
                     # the storage's threads of the GIL (a 4 ms commit took ~280 ms beside a busy
                     # event loop, measured)

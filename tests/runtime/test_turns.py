@@ -13,6 +13,7 @@ from fake_provider import ChatStream, FakeProviderServer, RecordedRequest, error
 from harness import Harness
 from turn_helpers import API_KEY, USAGE, Session, text_of
 
+from openvaala_lsp.providers.transport import READ_SIZE
 from openvaala_lsp.runtime import turns
 
 
@@ -280,28 +281,29 @@ async def test_a_long_answer_waits_for_the_turn_s_start_commit_after_reading_a_l
     agent: Harness, provider: FakeProviderServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Reading a long answer on would starve the commit its events wait for (the storage's writer
-    thread needs the GIL): the turn reads a few events ahead, then waits."""
-    stream = ChatStream()
-    for n in range(200):
-        stream.text(f"{n} ")
+    thread needs the GIL): the turn reads a little ahead (`READ_AHEAD_CHARS`, and the rest of the
+    socket read that went past it: a read's deltas come as one), then waits."""
+    whole = "".join(f"{n:05d} {'x' * 34}" for n in range(5000))  # 200,000 characters
+    stream = ChatStream().text(*(whole[at : at + 40] for at in range(0, len(whole), 40)))
     provider.enqueue("openai-chat", stream.finish(usage=USAGE).response())
     session = await Session.open(agent)
     gate = hold_commits(agent, monkeypatch)
     submitting = asyncio.ensure_future(session.submit("count"))
     try:
         assert len(await requests_made(provider, 1)) == 1
-        await asyncio.sleep(0.3)  # time enough to read all 200 deltas, were they read on
+        await asyncio.sleep(0.5)  # time enough to read far more of it, were it read on
         late = await Session.open(agent, session.id)
         [answer] = late.snapshot["streamingItems"]
-        read = text_of(answer["item"]).split()
-        assert 0 < len(read) <= turns.READ_AHEAD_EVENTS
+        read = text_of(answer["item"])
+        assert 0 < len(read) <= turns.READ_AHEAD_CHARS + READ_SIZE
+        assert whole.startswith(read)
     finally:
         gate.set()
     await submitting
     assert (await session.turn_completed())["status"] == "completed"
     deltas = "".join(e["delta"] for e in late.events() if e["type"] == "itemDelta")
-    assert text_of(answer["item"]) + deltas == "".join(f"{n} " for n in range(200))
-    assert text_of((await session.items())[-1]) == "".join(f"{n} " for n in range(200))
+    assert text_of(answer["item"]) + deltas == whole
+    assert text_of((await session.items())[-1]) == whole
 
 
 async def test_a_turn_whose_start_cannot_be_saved_fails_before_running_a_tool(
