@@ -27,6 +27,7 @@ from fake_provider import (
     text_response,
 )
 
+from openvaala_lsp.compact_json import dumps as json_body
 from openvaala_lsp.definitions import ModelDefinition
 from openvaala_lsp.model import Content, ModelRef, TokenUsage, ToolCall
 from openvaala_lsp.providers.base import (
@@ -45,7 +46,7 @@ from openvaala_lsp.providers.base import (
 )
 from openvaala_lsp.providers.errors import DeadlineExceeded
 from openvaala_lsp.providers.factory import make_provider
-from openvaala_lsp.providers.http import ProviderTimeouts, json_body
+from openvaala_lsp.providers.http import ProviderTimeouts
 from openvaala_lsp.providers.retry import RetryPolicy
 
 APIS = list(ROUTES)
@@ -757,7 +758,7 @@ async def test_official_openai_chat_uses_max_completion_tokens() -> None:
 
 
 async def test_request_bodies_are_the_json_httpx_would_write() -> None:
-    """orjson writes the body (`http.json_body`): the bytes httpx's `json=` wrote, with what orjson
+    """orjson writes the body (`compact_json.dumps`): the bytes httpx's `json=` wrote, with what orjson
     refuses (an integer past 64 bits, a lone surrogate) written by the json module instead."""
     sent: list[httpx.Request] = []
 

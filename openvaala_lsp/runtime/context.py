@@ -24,7 +24,7 @@ def estimate_text(text: str) -> int:
 
 
 def estimate_json(value: Any) -> int:
-    """Tokens of `value` as a request carries it: compact JSON (`providers.http.json_body`). By
+    """Tokens of `value` as a request carries it: compact JSON (`compact_json.dumps`). By
     orjson: every tool's schema is measured at every model call (the json module was 1% of a
     streaming host's time, py-spy)."""
     try:
