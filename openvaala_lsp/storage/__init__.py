@@ -6,11 +6,12 @@ Storage knows nothing about models or JSON-RPC; it stores the attrs types of `op
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from openvaala_lsp.storage.errors import InvalidCursor, StorageClosedError, StorageError, StorageLockedError
 
+TYPE_CHECKING = False  # not `typing`'s: the host's database thread starts before `typing` is imported
 if TYPE_CHECKING:
+    from typing import Any
+
     from openvaala_lsp.storage.duckdb_store import DuckDBStorage
 
 __all__ = ["DuckDBStorage", "InvalidCursor", "StorageClosedError", "StorageError", "StorageLockedError"]

@@ -116,7 +116,7 @@ class DuckDBStorage:
             _open_paths.add(key)
         try:
             begun = early.take(key) if key else None
-            opening = asyncio.wrap_future(begun) if begun is not None else asyncio.to_thread(connect_file, path)
+            opening = asyncio.to_thread(begun.result) if begun is not None else asyncio.to_thread(connect_file, path)
             con, writer_cursor, reader_cursor, journal = await opening
         except BaseException:
             _open_paths.discard(key)
