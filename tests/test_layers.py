@@ -22,6 +22,7 @@ LAYERS: list[set[str]] = [
     {"__init__", "paths", "framing", "logs", "model", "rundir"},
     {"definitions", "hostwire"},  # the hello between fronts and the host names the package's version
     {"compact_json"},  # the host's JSON bytes by orjson, framing's json-module path for what it refuses
+    {"generated_code"},  # the code attrs and cattrs generate, cached beside the bytecode
     {"tools", "storage", "providers"},  # the runtime's parts, each knowing nothing of the others
     {"hooks", "mcp"},  # hooks run like tools; MCP servers as tool sources, and their public shapes
     {"protocol"},  # wire types (params, results, events, errors), the converter, the method table

@@ -24,7 +24,36 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m openvaala_lsp.host", description=__doc__)
     parser.add_argument("--ready-fd", type=int, help="write b'R' to this fd once listening, then close it")
-    return run(parser.parse_args(argv).ready_fd)
+    parser.add_argument(
+        "--write-generated-code",
+        action="store_true",
+        help="write the cache of the code attrs and cattrs generate for a host's start, then exit "
+        "(a host writes it itself unless PYTHONDONTWRITEBYTECODE is set)",
+    )
+    options = parser.parse_args(argv)
+    if options.write_generated_code:
+        return write_generated_code()
+    return run(options.ready_fd)
+
+
+def write_generated_code() -> int:
+    """Caches the code generated for every class a host makes before its first answers: its modules'
+    and the protocol's types (as `python -m compileall` writes .pyc files)."""
+    import importlib
+    import pkgutil
+
+    from openvaala_lsp import generated_code
+
+    generated_code.install()
+    import openvaala_lsp.host.server
+    import openvaala_lsp.storage.duckdb_store  # noqa: F401
+    from openvaala_lsp.protocol import api
+
+    for module in pkgutil.iter_modules(api.__path__):
+        importlib.import_module(f"{api.__name__}.{module.name}")
+    written = generated_code.finish(write=True)
+    sys.stdout.write(f"{generated_code.cache_file}: {'written' if written else 'up to date'}\n")
+    return 0
 
 
 def run(ready_fd: int | None) -> int:
@@ -69,7 +98,12 @@ def _start_early() -> None:
     except OSError:
         return  # start_runtime reports it
     early.start(str(database), _open_database)
-    from openvaala_lsp.tools import sandbox  # after: its imports (attrs) need not hold up the open
+    # after the open has begun, before the first attrs class: the code attrs and cattrs generate for
+    # the start comes from the cache until the start is behind (`server.collect_start_garbage`)
+    from openvaala_lsp import generated_code
+
+    generated_code.install()
+    from openvaala_lsp.tools import sandbox  # its imports (attrs) need not hold up the open
 
     sandbox.probe_soon()
 

@@ -18,7 +18,7 @@ import signal
 import time
 from pathlib import Path
 
-from openvaala_lsp import hostwire, paths
+from openvaala_lsp import generated_code, hostwire, paths
 from openvaala_lsp.host import hello
 from openvaala_lsp.logs import configure_logging
 from openvaala_lsp.model import WorkspaceFolder
@@ -80,7 +80,9 @@ def collect_start_garbage() -> int:
     """Turns the garbage collector, off through the start (`main.run`), back on: collects what the
     start left in cycles (~1 MB: attrs' first drafts of its classes, among others) and freezes what
     lives on, so that no later collection walks the start's objects again. Returns what it collected.
-    One full collection, ~20 ms: done once the host is quiet, not on the way to an editor's answer."""
+    One full collection, ~20 ms: done once the host is quiet, not on the way to an editor's answer.
+    The cache of generated code (`main.run` installed it) is written if it lacked some, and let go."""
+    generated_code.finish()
     collected = gc.collect()
     gc.freeze()
     gc.enable()
