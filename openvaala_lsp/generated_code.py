@@ -43,8 +43,8 @@ cache_file = ""  # the file `install` read, which `finish` writes
 
 
 def install(cache_dir: str = CACHE_DIR) -> None:
-    """Serves attrs' and cattrs' compiles from the cache from now on. Call it before the modules that
-    define the classes are imported; a second call does nothing."""
+    """Serves attrs' and cattrs' compiles from the cache until `finish`. Call it before the modules
+    that define the classes are imported; a second call before `finish` does nothing."""
     global cache_file
     if _patched:
         return
@@ -72,9 +72,8 @@ def finish(*, write: bool | None = None) -> bool:
     _cached.clear()
     _used.clear()
     _known.clear()
-    if not fresh or not (not sys.dont_write_bytecode if write is None else write):
-        return False
-    return _write(cache_file, entries)
+    allowed = not sys.dont_write_bytecode if write is None else write
+    return fresh and allowed and _write(cache_file, entries)
 
 
 def _tag(*libraries: ModuleType) -> str:
