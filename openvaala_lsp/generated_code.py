@@ -110,7 +110,8 @@ def _valid(key: object, code: object) -> bool:
 
 
 def _write(cache_file: str, entries: dict[Key, CodeType]) -> bool:
-    """Replaces the cache file atomically, then removes those of other versions."""
+    """Replaces the cache file atomically, then removes this Python's files of other versions (another
+    Python's stay, as its .pyc files do: two interpreters may share the package's directory)."""
     directory, name = os.path.split(cache_file)
     temporary = f"{cache_file}.{os.getpid()}.tmp"
     try:
@@ -125,7 +126,11 @@ def _write(cache_file: str, entries: dict[Key, CodeType]) -> bool:
             pass
         return False
     for other in os.listdir(directory):
-        if other.startswith(PREFIX) and other.endswith(".marshal") and other != name:
+        if (
+            other.startswith(f"{PREFIX}{sys.implementation.cache_tag}.")
+            and other.endswith(".marshal")
+            and other != name
+        ):
             try:
                 os.unlink(os.path.join(directory, other))
             except OSError:

@@ -132,12 +132,16 @@ def test_writing_follows_pythons_bytecode_rule(tmp_path: Path) -> None:
 
 
 def test_a_new_file_replaces_those_of_other_versions(tmp_path: Path) -> None:
-    stale = tmp_path / "generated-code.cpython-0.00000000.marshal"
+    """This Python's files of other versions go; another Python's stay, as .pyc files do."""
+    stale = tmp_path / f"generated-code.{sys.implementation.cache_tag}.00000000.marshal"
     stale.write_bytes(b"old")
-    unrelated = tmp_path / "model.cpython-311.pyc"
+    other_python = tmp_path / "generated-code.cpython-0.00000000.marshal"
+    other_python.write_bytes(b"another interpreter's")
+    unrelated = tmp_path / f"model.{sys.implementation.cache_tag}.pyc"
     unrelated.write_bytes(b"pyc")
     result = run(tmp_path)
-    assert sorted(path.name for path in tmp_path.iterdir()) == sorted([Path(result["file"]).name, unrelated.name])
+    kept = sorted([Path(result["file"]).name, other_python.name, unrelated.name])
+    assert sorted(path.name for path in tmp_path.iterdir()) == kept
 
 
 def test_an_unwritable_directory_only_means_compiling(tmp_path: Path) -> None:
