@@ -37,20 +37,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def write_generated_code() -> int:
-    """Caches the code generated for every class a host makes before its first answers: its modules'
-    and the protocol's types (as `python -m compileall` writes .pyc files)."""
-    import importlib
-    import pkgutil
-
+    """Caches the code generated for the classes a host makes before its first answers (`initialize`,
+    the conversations' list), as `python -m compileall` writes .pyc files: no more, since what the
+    cache holds beyond them is loaded and freed for nothing."""
     from openvaala_lsp import generated_code
 
     generated_code.install()
     import openvaala_lsp.host.server
+    import openvaala_lsp.protocol.api.conversations
     import openvaala_lsp.storage.duckdb_store  # noqa: F401
-    from openvaala_lsp.protocol import api
 
-    for module in pkgutil.iter_modules(api.__path__):
-        importlib.import_module(f"{api.__name__}.{module.name}")
     written = generated_code.finish(write=True)
     sys.stdout.write(f"{generated_code.cache_file}: {'written' if written else 'up to date'}\n")
     return 0
