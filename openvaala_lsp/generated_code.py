@@ -1,5 +1,5 @@
 """The code attrs and cattrs generate for our classes, compiled once and kept beside the package's
-bytecode (as Python keeps `.pyc` files) instead of compiled again by every host.
+bytecode (where Python keeps its `.pyc` files) instead of compiled again by every host.
 
 attrs writes the source of each class's methods (`__init__`, `__eq__`, `__repr__`, ...) and cattrs
 that of each converter function, then compiles it: ~0.3 ms a class on a small machine, 25-30 ms of a
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
 Key = tuple[str, str, str]  # source, file name, mode
 
-CACHE_DIR = os.path.join(os.path.dirname(__file__), "__pycache__")
 PREFIX = "generated-code."
 
 _cached: dict[Key, CodeType] = {}
@@ -42,16 +41,26 @@ _patched: list[ModuleType] = []
 cache_file = ""  # the file `install` read, which `finish` writes
 
 
-def install(cache_dir: str = CACHE_DIR) -> None:
-    """Serves attrs' and cattrs' compiles from the cache until `finish`. Call it before the modules
-    that define the classes are imported; a second call before `finish` does nothing."""
+def bytecode_dir() -> str:
+    """Where Python writes the package's own .pyc files: `__pycache__` beside them, or their
+    directory's mirror under `sys.pycache_prefix` (`PYTHONPYCACHEPREFIX`, for a read-only install)."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    if sys.pycache_prefix:
+        return os.path.join(sys.pycache_prefix, package.lstrip(os.sep))  # as importlib's cache_from_source
+    return os.path.join(package, "__pycache__")
+
+
+def install(cache_dir: str | None = None) -> None:
+    """Serves attrs' and cattrs' compiles from the cache (in `cache_dir`, by default the package's
+    bytecode's) until `finish`. Call it before the modules that define the classes are imported; a
+    second call before `finish` does nothing."""
     global cache_file
     if _patched:
         return
     import attr._make
     import cattrs.gen
 
-    cache_file = os.path.join(cache_dir, PREFIX + _tag(attr._make, cattrs.gen) + ".marshal")
+    cache_file = os.path.join(cache_dir or bytecode_dir(), PREFIX + _tag(attr._make, cattrs.gen) + ".marshal")
     _cached.update(_load(cache_file))
     _known.update(filename for _, filename, _ in _cached)
     # both call the builtin by its global name: a global of that name in their module comes first

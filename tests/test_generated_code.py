@@ -144,6 +144,28 @@ def test_a_new_file_replaces_those_of_other_versions(tmp_path: Path) -> None:
     assert sorted(path.name for path in tmp_path.iterdir()) == kept
 
 
+def test_the_file_goes_where_python_puts_the_packages_bytecode(tmp_path: Path) -> None:
+    """Beside the package's .pyc files, or under `PYTHONPYCACHEPREFIX` when it is set (a read-only
+    install): there, with the directories made."""
+    script = (
+        "import sys\n"
+        "from openvaala_lsp import generated_code as g\n"
+        "g.install()\n"
+        "if sys.argv[1] == 'class':\n"
+        "    exec('import attrs\\n@attrs.define\\nclass P:\\n    x: int', {'__name__': 'openvaala-test'})\n"
+        "print(g.cache_file, g.finish(write=True))\n"
+    )
+    package = Path(__file__).resolve().parent.parent / "openvaala_lsp"
+    environment = {**os.environ, "PYTHONPYCACHEPREFIX": str(tmp_path)}
+    made = subprocess.check_output([sys.executable, "-c", script, "class"], text=True, env=environment).split()
+    assert Path(made[0]).parent == tmp_path / str(package).lstrip(os.sep)
+    assert made[1] == "True" and Path(made[0]).is_file()
+    environment.pop("PYTHONPYCACHEPREFIX")
+    beside = subprocess.check_output([sys.executable, "-c", script, "none"], text=True, env=environment).split()
+    assert Path(beside[0]).parent == package / "__pycache__"
+    assert beside[1] == "False"  # nothing compiled: the file there stays as it was
+
+
 def test_an_unwritable_directory_only_means_compiling(tmp_path: Path) -> None:
     blocked = tmp_path / "file-not-dir"
     blocked.write_text("")
