@@ -24,9 +24,9 @@ from openvaala_lsp import user_cli
 
 SECRET = "sk-test-secret-value-0123456789"
 NO_MODEL = "no model is configured; run openvaala to set up a model provider"
-# Makes the pty the controlling terminal of the new session, then runs `openvaala`.
-# the terminal becomes the child's own, and Ctrl-C reaches it as a user's would: a test run started in
-# the background by a shell without job control inherits SIGINT ignored, and so would the child
+# Makes the pty the controlling terminal of the new session and gives SIGINT its default action, then
+# runs `openvaala`: Ctrl-C must reach it as a user's would, but a test run started in the background by
+# a shell without job control inherits SIGINT ignored, and so would the child
 LAUNCH = (
     "import fcntl, os, signal, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
     "signal.signal(signal.SIGINT, signal.SIG_DFL); "
