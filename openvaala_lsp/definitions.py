@@ -87,6 +87,12 @@ class Sandbox(FieldRepr):
 
     mode: SandboxMode = SandboxMode.WORKSPACE_WRITE
     network: bool = False
+    # sockets outside the workspace a command may connect to (`~` is the user's home); none by default
+    allow_unix_sockets: list[str] | None = None
+    # paths a command and the file tools may not read, besides the built-in credential paths
+    deny_read: list[str] | None = None
+    # environment variables (names or globs) that pass the secret filter; never a model's API key
+    allow_env: list[str] | None = None
 
 
 @attrs.define(kw_only=True)

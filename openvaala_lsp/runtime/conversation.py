@@ -8,7 +8,7 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from openvaala_lsp.definitions import Definitions, ModelDefinition
+from openvaala_lsp.definitions import AgentDefinition, Definitions, ModelDefinition, Sandbox
 from openvaala_lsp.hooks.runner import HookRunner
 from openvaala_lsp.mcp.manager import MCPManager
 from openvaala_lsp.mcp.model import ClientMCPServer
@@ -24,6 +24,8 @@ from openvaala_lsp.runtime.session import SessionRunner
 from openvaala_lsp.runtime.skills import SkillTool, agent_skills
 from openvaala_lsp.storage.interfaces import Storage
 from openvaala_lsp.tools.base import Tool, ToolContext
+from openvaala_lsp.tools.environment import tool_environment
+from openvaala_lsp.tools.protected import protected_paths
 from openvaala_lsp.tools.registry import local_tools
 
 MCP_FIRST_USE_WAIT = 10.0  # seconds a conversation's first turn waits for its MCP servers
@@ -97,10 +99,23 @@ class OpenConversation:
         holder = containing_folder(self.directory(), self.folders)
         return holder.path if holder else self.directory()
 
-    def tool_context(self) -> ToolContext:
+    def tool_context(self, definitions: Definitions, agent: AgentDefinition | None) -> ToolContext:
         roots = [folder.path for folder in self.folders] or [self.directory()]
+        sandbox = agent.sandbox if agent is not None and agent.sandbox is not None else Sandbox()
         return ToolContext(
-            directory=self.directory(), roots=roots, environment=self.environment, warm=self._host.sandboxes
+            directory=self.directory(),
+            roots=roots,
+            environment=self.tool_environment(definitions, sandbox),
+            warm=self._host.sandboxes,
+            protected=protected_paths(roots, sandbox.deny_read or ()),
+        )
+
+    def tool_environment(self, definitions: Definitions, sandbox: Sandbox | None = None) -> dict[str, str]:
+        """The conversation's environment as its tools' processes get it: no secrets, never a model's key."""
+        return tool_environment(
+            self.environment,
+            allow=(sandbox.allow_env or ()) if sandbox is not None else (),
+            model_keys=[model.api_key_env for model in definitions.models if model.api_key_env],
         )
 
     def _ancestors(self, session: Session) -> list[SessionRunner]:
@@ -167,7 +182,9 @@ class OpenConversation:
         servers = definitions.mcp_servers
         if agent is not None and agent.mcp_servers is not None:
             servers = [s for s in servers if s.name in set(agent.mcp_servers)]
-        self.mcp.configure(servers, environment=self.environment, cwd=self.directory())
+        # a server's own `env` is the user's to give; what it inherits passes the secret filter
+        environment = self.tool_environment(definitions, agent.sandbox if agent is not None else None)
+        self.mcp.configure(servers, environment=environment, cwd=self.directory())
         first = not self._mcp_started
         self._mcp_started = True
         await self.mcp.ensure_started(MCP_FIRST_USE_WAIT if first and wait else 0.0)

@@ -8,7 +8,7 @@ import asyncio
 from collections.abc import Coroutine, Mapping
 from typing import Any, Protocol, TypeVar
 
-from openvaala_lsp.definitions import Definitions, ModelDefinition
+from openvaala_lsp.definitions import AgentDefinition, Definitions, ModelDefinition
 from openvaala_lsp.hooks.runner import HookRunner
 from openvaala_lsp.model import AlwaysAllowed, Session, SessionRuntimeInfo
 from openvaala_lsp.providers.base import Provider
@@ -68,7 +68,8 @@ class SessionHost(Protocol):
 
     def workspace_root(self) -> str: ...
 
-    def tool_context(self) -> ToolContext: ...
+    def tool_context(self, definitions: Definitions, agent: AgentDefinition | None) -> ToolContext:
+        """Where the agent's tools run, with what environment, and what they may not touch."""
 
     def always_allowed(self) -> list[AlwaysAllowed]:
         """What the user allowed for the rest of the conversation."""

@@ -289,7 +289,9 @@ async def _loop(owner: TurnOwner, active: ActiveTurn) -> None:
             await active.items.append(_hook_message(active.turn, stopping.reason or "continue"))
             continue
         gate = CallGate(agent=agent, host=host, approvals=owner.approvals)
-        if await run_tool_calls(calls, by_name, active.items, active.hooks, gate, host.tool_context()):
+        if await run_tool_calls(
+            calls, by_name, active.items, active.hooks, gate, host.tool_context(active.definitions, agent)
+        ):
             return  # a hook said `continue: false`
 
 

@@ -10,16 +10,23 @@ import attrs
 
 from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.tools.process import Started
+from openvaala_lsp.tools.protected import Protected
 
 
 @attrs.frozen(kw_only=True)
 class SandboxPolicy(FieldRepr):
     """Where a command may write (besides a private /tmp), which folders it sees even where they lie
-    under /tmp (the workspace's), and whether it may use the network."""
+    under /tmp (the workspace's), whether it may use the network, and what it may not see or change
+    (`protected.py`): folders shown empty (the runtime's own), credentials shown empty, what governs
+    the agent shown read-only, and the sockets outside the workspace it may still connect to."""
 
     writable: tuple[str, ...]
     visible: tuple[str, ...] = ()
     network: bool = False
+    hidden: tuple[str, ...] = ()
+    unreadable: tuple[str, ...] = ()
+    read_only: tuple[str, ...] = ()
+    unix_sockets: tuple[str, ...] = ()
 
 
 class Sandboxes(Protocol):
@@ -34,14 +41,16 @@ class Sandboxes(Protocol):
 @attrs.define(kw_only=True)
 class ToolContext(FieldRepr):
     """Where and how a tool runs: the conversation's workspace directory (absolute, the cwd of
-    commands), the roots a path may resolve into, the client's environment, the sandbox commands
-    run in (None: none), and the warm sandboxes that start them (None: each starts its own)."""
+    commands), the roots a path may resolve into, the client's environment without its secrets, the
+    sandbox commands run in (None: none), the warm sandboxes that start them (None: each starts its
+    own), and what no tool may read or change unasked."""
 
     directory: str
     roots: list[str]
     environment: Mapping[str, str]
     sandbox: SandboxPolicy | None = None
     warm: Sandboxes | None = None
+    protected: Protected = attrs.Factory(Protected)
 
 
 @attrs.define(kw_only=True)
