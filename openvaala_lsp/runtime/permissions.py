@@ -21,6 +21,7 @@ from openvaala_lsp.definitions import AgentDefinition, PermissionDecision, Sandb
 from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import AlwaysAllowed
 from openvaala_lsp.protocol.api import ApprovalRequest
+from openvaala_lsp.tools import protected
 from openvaala_lsp.tools.base import SandboxPolicy, ToolContext
 from openvaala_lsp.tools.sandbox import SandboxState
 
@@ -39,12 +40,24 @@ class Verdict(FieldRepr):
 
 
 def sandbox_policy(sandbox: Sandbox | None, context: ToolContext) -> SandboxPolicy | None:
-    """The sandbox commands run in for this agent, None when it is off."""
+    """The sandbox commands run in for this agent, None when it is off: the workspace folders writable
+    (or not), the runtime's own folders hidden, the credentials and `denyRead` unreadable, what governs
+    the agent read-only, and the sockets the agent's sandbox lets it reach."""
     sandbox = sandbox or Sandbox()
     if sandbox.mode is SandboxMode.OFF:
         return None
     writable = tuple(context.roots) if sandbox.mode is SandboxMode.WORKSPACE_WRITE else ()
-    return SandboxPolicy(writable=writable, visible=(*context.roots, context.directory), network=sandbox.network)
+    hidden = protected.runtime_paths(create=True)
+    sockets = [path for entry in sandbox.allow_unix_sockets or () for path in protected.expand(entry, context.roots)]
+    return SandboxPolicy(
+        writable=writable,
+        visible=(*context.roots, context.directory),
+        network=sandbox.network,
+        hidden=hidden,
+        unreadable=tuple(path for path in context.protected.unreadable if path not in hidden),
+        read_only=context.protected.governing,
+        unix_sockets=tuple(sockets),
+    )
 
 
 def decide(

@@ -156,9 +156,9 @@ class Launch(Protocol):
 
 @contextlib.asynccontextmanager
 async def start_process(
-    argv: Sequence[str], *, cwd: str, env: Mapping[str, str], output: int
+    argv: Sequence[str], *, cwd: str, env: Mapping[str, str], output: int, pass_fds: Sequence[int] = ()
 ) -> AsyncIterator[Started]:
-    """`Launch` as a child of this process."""
+    """`Launch` as a child of this process (which also inherits `pass_fds`)."""
     yield await asyncio.create_subprocess_exec(
         *argv,
         stdin=asyncio.subprocess.DEVNULL,
@@ -167,6 +167,7 @@ async def start_process(
         cwd=cwd,
         env=dict(env),
         start_new_session=True,
+        pass_fds=tuple(pass_fds),
     )
 
 

@@ -14,6 +14,7 @@ Paths are real (symlinks resolved), so a link to a protected file is protected t
 
 from __future__ import annotations
 
+import glob
 import os
 import pwd
 from collections.abc import Iterable, Sequence
@@ -35,6 +36,11 @@ CREDENTIAL_PATHS = (
     "~/.git-credentials",
     "~/.npmrc",
     "~/.pypirc",
+    # what only root may read, which a runtime run by root could read from its sandbox (its user
+    # namespace maps root to root: no capability, but the owner of these files)
+    "/etc/shadow",
+    "/etc/gshadow",
+    "/etc/ssh/ssh_host_*key",
 )
 GOVERNING_NAMES = (".openvaala", ".agents", ".claude", ".git/hooks", ".git/config")
 
@@ -69,7 +75,7 @@ def homes() -> list[str]:
 
 def expand(entry: str, roots: Sequence[str]) -> list[str]:
     """An entry of a path list as real paths: `~/x` under each home, `/x` as is, a relative one under
-    each workspace root."""
+    each workspace root; with `*`, `?` or `[`, the paths that match it now."""
     if entry.startswith("~/") or entry == "~":
         bases = homes()
         entry = entry[2:]
@@ -77,12 +83,20 @@ def expand(entry: str, roots: Sequence[str]) -> list[str]:
         bases = ["/"]
     else:
         bases = list(roots)
-    return list(dict.fromkeys(os.path.realpath(os.path.join(base, entry)) for base in bases))
+    spelled = [os.path.join(base, entry) for base in bases]
+    if glob.has_magic(entry):
+        spelled = [match for pattern in spelled for match in glob.glob(pattern)]
+    return list(dict.fromkeys(os.path.realpath(path) for path in spelled))
 
 
-def runtime_paths() -> tuple[str, ...]:
-    """The runtime's own folders: configuration, data (the history database), logs, run directory."""
+def runtime_paths(*, create: bool = False) -> tuple[str, ...]:
+    """The runtime's own folders: configuration, data (the history database), logs, run directory.
+    With `create`, those that do not exist yet are made (private): a folder a command could create
+    where the user's configuration belongs would be read as the user's."""
     own = [str(paths.config_dir()), str(paths.data_dir()), str(paths.state_dir()), rundir.run_dir().path]
+    if create:
+        for path in own[:3]:  # the run directory is the host's to make, with its checks
+            os.makedirs(path, mode=0o700, exist_ok=True)
     return tuple(dict.fromkeys(os.path.realpath(path) for path in own))
 
 

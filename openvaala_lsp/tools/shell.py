@@ -48,7 +48,8 @@ class ShellTool(LocalTool):
         "inside the workspace; default: the workspace directory) instead of `cd`, or chain with `&&`.\n"
         "- stdin is empty (/dev/null): interactive prompts fail at once, so pass flags like `-y` or "
         "`--no-pager`.\n"
-        "- The environment is the user's configured environment, not the runtime's.\n"
+        "- The environment is the user's configured environment, not the runtime's, without variables that hold "
+        "secrets (tokens, keys, passwords); ask the user when a command needs one.\n"
         f"- timeout_ms defaults to {DEFAULT_TIMEOUT_MS} and may be raised to {MAX_TIMEOUT_MS}; on timeout the "
         "command and all processes it started are killed.\n"
         f"- Long output is cut to about {DEFAULT_MAX_OUTPUT} characters: the start and the end are kept with "
@@ -56,10 +57,11 @@ class ShellTool(LocalTool):
         "with grep/head/tail, when you need everything.\n"
         "- Background jobs that still write to the output when the command ends are stopped. To leave a "
         "process running outside the sandbox, detach its output: `nohup server > server.log 2>&1 &`.\n"
-        "- Unless the user turned it off, commands run in a sandbox: they may read everything but write only "
-        "the workspace and /tmp (a private one), with no network, and every process they start ends with "
-        "them. A command that needs more fails there; run it again with `outside_sandbox: true` and a "
-        "`justification`, and the user is asked.\n"
+        "- Unless the user turned it off, commands run in a sandbox: they may read everything but credentials "
+        "and openvaala's own files, write only the workspace and /tmp (a private one), with no network, and "
+        "every process they start ends with them. What configures the agent (.openvaala/, .agents/, .claude/, "
+        ".git/hooks, .git/config) is read-only there. A command that needs more fails there; run it again "
+        "with `outside_sandbox: true` and a `justification`, and the user is asked.\n"
         "- Prefer the read_file, write_file, edit, glob and grep tools for reading, changing and finding files."
     )
     PARAMETERS = {
@@ -103,7 +105,7 @@ class ShellTool(LocalTool):
         if context.sandbox is not None and context.warm is not None:
             launch = functools.partial(context.warm.launch, context.sandbox)
         elif context.sandbox is not None:
-            argv = sandbox.wrap(argv, context.sandbox, workdir)
+            launch = functools.partial(sandbox.start, context.sandbox)
         try:
             result = await run_process_group(
                 argv,

@@ -26,7 +26,6 @@ import logging
 import os
 import signal
 import socket
-import sys
 from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,7 @@ import attrs
 from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.tools import sandbox
 from openvaala_lsp.tools.base import SandboxPolicy
-from openvaala_lsp.tools.process import NO_PID, Started, start_process
+from openvaala_lsp.tools.process import NO_PID, Started
 
 logger = logging.getLogger(__name__)
 
@@ -74,8 +73,11 @@ class RemoteProcess(FieldRepr):
 class WarmSandbox:
     """One running sandbox and the socket to its spawner."""
 
-    def __init__(self, key: Key, process: asyncio.subprocess.Process, channel: socket.socket) -> None:
+    def __init__(
+        self, key: Key, process: asyncio.subprocess.Process, channel: socket.socket, made: Sequence[str] = ()
+    ) -> None:
         self.key = key
+        self.made = tuple(made)  # the mount points it holds in the workspace (`sandbox.MountPoints`)
         self.process = process  # bubblewrap
         self._channel = channel
         self._replies: asyncio.Queue[tuple[dict[str, Any], int] | None] = asyncio.Queue()
@@ -208,7 +210,8 @@ class WarmSandboxes:
         self, policy: SandboxPolicy, argv: Sequence[str], *, cwd: str, env: Mapping[str, str], output: int
     ) -> AsyncIterator[Started]:
         """`process.Launch` in the sandbox `policy` asks for: a warm one if one is free."""
-        key = tuple(sandbox.mounts(policy, cwd))
+        planned = sandbox.plan(policy, cwd)
+        key = planned.args
         warm = await self._next(key)
         process: RemoteProcess | None = None
         if warm is not None:
@@ -224,8 +227,8 @@ class WarmSandboxes:
                 self._forget(warm)
                 raise
         if process is None or warm is None:
-            self._warm_up(key)
-            async with start_process(sandbox.wrap(list(argv), policy, cwd), cwd=cwd, env=env, output=output) as own:
+            self._warm_up(planned)
+            async with sandbox.start(policy, argv, cwd=cwd, env=env, output=output) as own:
                 yield own
             return
         try:
@@ -290,9 +293,10 @@ class WarmSandboxes:
         """A discarded sandbox: no longer counted, and waited for until it has ended."""
         if warm in self._all:
             self._all.remove(warm)
-            self._spawn(_reap(warm.process))
+            self._spawn(_reap(warm.process, warm.made))
 
-    def _warm_up(self, key: Key) -> None:
+    def _warm_up(self, planned: sandbox.Plan) -> None:
+        key = planned.args
         if self.closed or self.unusable or key in self._starts:
             return
         if len(self._all) >= self.limit:
@@ -301,7 +305,7 @@ class WarmSandboxes:
             if not idle:
                 return
             self._expire(min(idle, key=lambda warm: warm.expiry.when() if warm.expiry else 0.0))
-        starting = self._starts[key] = self._spawn(self._start(key))
+        starting = self._starts[key] = self._spawn(self._start(planned))
         starting.add_done_callback(lambda _: self._starts.pop(key, None))
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
@@ -310,9 +314,9 @@ class WarmSandboxes:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    async def _start(self, key: Key) -> None:
+    async def _start(self, planned: sandbox.Plan) -> None:
         try:
-            warm = await _start_sandbox(key)
+            warm = await _start_sandbox(planned)
         except (OSError, SandboxLost) as exc:
             self.unusable = str(exc)
             logger.warning("commands start a sandbox each: a warm sandbox could not start (%s)", exc)
@@ -332,26 +336,30 @@ class WarmSandboxes:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
-async def _start_sandbox(key: Key) -> WarmSandbox:
+async def _start_sandbox(planned: sandbox.Plan) -> WarmSandbox:
+    key = planned.args
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    sandbox.MOUNT_POINTS.hold(planned.made)  # until the sandbox has ended (`_reap`)
     try:
         ours.setblocking(False)
-        argv = [*key, *_spawner(), str(theirs.fileno())]
-        process = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
-            pass_fds=(theirs.fileno(),),
-            start_new_session=True,
-            env={"PATH": os.defpath},
-        )
+        with sandbox.filter_fds() as (fds, filter_args):
+            argv = [key[0], *filter_args, *key[1:], *_spawner(planned.prefix), str(theirs.fileno())]
+            process = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.DEVNULL,
+                pass_fds=(theirs.fileno(), *fds),
+                start_new_session=True,
+                env={"PATH": os.defpath},
+            )
     except BaseException:
         ours.close()
+        sandbox.MOUNT_POINTS.release(planned.made)
         raise
     finally:
         theirs.close()
-    warm = WarmSandbox(key, process, ours)
+    warm = WarmSandbox(key, process, ours, planned.made)
     try:
         try:
             message, _ = await warm.reply(START_SECONDS)
@@ -361,26 +369,27 @@ async def _start_sandbox(key: Key) -> WarmSandbox:
             raise SandboxLost(f"unexpected first message: {message}")
     except BaseException:
         warm.discard()
-        await _reap(process)
+        await _reap(process, planned.made)
         raise
     return warm
 
 
 @functools.cache
-def _spawner() -> list[str]:
-    """The end of a warm sandbox's command line: Python running the spawner (that Python brought
-    back into view if it lies under the hidden /tmp)."""
-    prefix = sys.base_prefix
-    mount = ["--ro-bind", prefix, prefix] if sandbox.under_tmp(prefix) else []
-    return [*mount, "--chdir", "/", "--", os.path.realpath(sys.executable), "-I", "-S", "-c", SPAWNER.read_text()]
+def _spawner(prefix: tuple[str, ...]) -> list[str]:
+    """The end of a warm sandbox's command line: Python running the spawner, behind the plan's
+    prefix (`landlock_scope.py` with the network), whose scope its commands keep."""
+    return ["--chdir", "/", "--", *prefix, *sandbox.python(), "-c", SPAWNER.read_text()]
 
 
-async def _reap(process: asyncio.subprocess.Process) -> None:
+async def _reap(process: asyncio.subprocess.Process, made: Sequence[str] = ()) -> None:
     """Waits for a discarded sandbox to end: its spawner exits at the socket's end, bubblewrap's init
-    with it, and bubblewrap once nothing is left in the sandbox; killed if that takes too long."""
+    with it, and bubblewrap once nothing is left in the sandbox; killed if that takes too long. Then
+    the mount points it made are let go."""
     try:
         await asyncio.wait_for(process.wait(), REAP_SECONDS)
     except TimeoutError:
         with contextlib.suppress(ProcessLookupError):
             process.kill()
         await process.wait()
+    finally:
+        sandbox.MOUNT_POINTS.release(made)

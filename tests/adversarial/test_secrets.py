@@ -1,0 +1,120 @@
+"""Finding 4: secrets were readable and ended up in the history. `cat ~/.ssh/id_rsa`,
+`~/.aws/credentials` and `env` (with the provider's API key) returned their contents, and the
+history database itself could be copied out by a command.
+
+Now the sandbox shows credential paths (and an agent's `denyRead`) empty, hides the runtime's own
+files, and commands get an environment without what looks like a secret, never a model's key."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+
+import pytest
+from fake_provider import ChatStream, FakeProviderServer
+from harness import Harness
+from sandbox_helpers import SECRET_KEY, Machine, context_for, machine, needs_sandbox, sandboxed
+from turn_helpers import API_KEY, Session, definitions, text_of
+
+from openvaala_lsp.definitions import Sandbox
+from openvaala_lsp.tools.environment import is_secret, tool_environment
+from openvaala_lsp.tools.warm_sandbox import WarmSandboxes
+
+pytestmark = needs_sandbox
+__all__ = ["machine"]
+
+
+@pytest.fixture(params=["own", "warm"])
+async def warm(request: pytest.FixtureRequest) -> AsyncIterator[WarmSandboxes | None]:
+    if request.param == "own":
+        yield None
+        return
+    sandboxes = WarmSandboxes()
+    yield sandboxes
+    await sandboxes.close()
+
+
+async def test_credentials_read_empty(machine: Machine, warm: WarmSandboxes | None) -> None:
+    (machine.workspace / "key-link").symlink_to(machine.home / ".ssh" / "id_rsa")
+    context = context_for(machine.workspace, warm=warm)
+    for _ in range(3):  # a sandbox of its own, then warm ones
+        said = await sandboxed(
+            "cat ~/.ssh/id_rsa ~/.aws/credentials ~/.netrc key-link; ls -A ~/.ssh ~/.aws;"
+            " cp ~/.ssh/id_rsa stolen 2>&1; cat /etc/shadow | head -1",
+            context,
+        )
+        assert "PRIVATE KEY" not in said and "not-a-real" not in said and "root:" not in said, said
+    assert not (machine.workspace / "stolen").exists() or (machine.workspace / "stolen").read_text() == ""
+
+
+async def test_the_history_database_cannot_be_copied_out(machine: Machine, warm: WarmSandboxes | None) -> None:
+    said = await sandboxed(
+        f"cp {machine.openvaala_home}/openvaala.duckdb . 2>&1; ls -A {machine.openvaala_home}",
+        context_for(machine.workspace, warm=warm),
+    )
+    assert "No such file" in said and not (machine.workspace / "openvaala.duckdb").exists(), said
+
+
+async def test_deny_read_adds_paths(machine: Machine, warm: WarmSandboxes | None) -> None:
+    (machine.workspace / ".env").write_text("DATABASE_PASSWORD=hunter2\n")
+    (machine.home / "private").mkdir()
+    (machine.home / "private" / "diary.txt").write_text("dear diary\n")
+    agent = Sandbox(deny_read=[".env", "~/private"])
+    said = await sandboxed("cat .env ~/private/diary.txt; echo end", context_for(machine.workspace, agent, warm=warm))
+    assert "hunter2" not in said and "dear diary" not in said and "end" in said, said
+    assert "hunter2" in await sandboxed("cat .env", context_for(machine.workspace, warm=warm))  # only when denied
+
+
+ENVIRONMENT = {
+    "PATH": "/usr/bin:/bin",
+    "HOME": "/nowhere",
+    "LANG": "C.UTF-8",
+    "FAKE_API_KEY": API_KEY,
+    "GITHUB_TOKEN": "ghp_not-a-real-token",
+    "AWS_SECRET_ACCESS_KEY": "not-a-real-secret",
+    "AWS_ACCESS_KEY_ID": "AKIANOTAREALKEY",
+    "PGPASSWORD": "hunter2",
+    "MYSQL_PWD": "hunter3",
+    "SSH_AUTH_SOCK": "/run/user/1000/ssh-agent.sock",
+    "DATABASE_URL": "postgres://me:hunter4@db.example/app",
+    "NPM_CONFIG_REGISTRY": "https://registry.npmjs.org/",
+    "DEPLOY_PRIVATE": SECRET_KEY,
+    "MAKEFLAGS": "-j2",
+}
+
+
+def test_what_counts_as_a_secret() -> None:
+    kept = tool_environment(ENVIRONMENT, model_keys=["FAKE_API_KEY"])
+    assert kept == {
+        "PATH": "/usr/bin:/bin",
+        "HOME": "/nowhere",
+        "LANG": "C.UTF-8",
+        "NPM_CONFIG_REGISTRY": "https://registry.npmjs.org/",
+        "MAKEFLAGS": "-j2",
+    }
+    assert not is_secret("PWD", "/home/me") and not is_secret("OLDPWD", "/") and is_secret("APIKEY", "x")
+    allowed = tool_environment(ENVIRONMENT, allow=["GITHUB_*", "FAKE_API_KEY"], model_keys=["FAKE_API_KEY"])
+    assert allowed["GITHUB_TOKEN"] == "ghp_not-a-real-token" and "FAKE_API_KEY" not in allowed
+
+
+async def test_env_in_a_turn_shows_no_secret(machine: Machine, provider: FakeProviderServer) -> None:
+    """The finding as it was found: the model asks for `env`, and what it gets back is stored in the
+    history: no key may be in it."""
+    call = ChatStream().tool_call("c1", "shell", ['{"command": "env; cat ~/.ssh/id_rsa"}']).finish().response()
+    provider.enqueue("openai-chat", call, ChatStream().text("done").finish().response())
+    secrets = {"GITHUB_TOKEN": "ghp_not-a-real-token", "AWS_SECRET_ACCESS_KEY": "not-a-real-secret"}
+    (machine.openvaala_home / "openvaala.duckdb").unlink()  # the fixture's stand-in: a real one now
+    lsp = await Harness.start(machine.openvaala_home, [machine.workspace], env={"FAKE_API_KEY": API_KEY, **secrets})
+    try:
+        await lsp.call("setDefinitions", definitions(provider))
+        session = await Session.open(lsp)
+        await session.submit("show me the environment")
+        assert (await session.turn_completed())["status"] == "completed"
+        said = next(text_of(i) for i in await session.items() if i["type"] == "toolResult")
+        assert f"HOME={os.environ['HOME']}" in said  # the environment is there, without its secrets
+        for secret in (API_KEY, *secrets.values(), "PRIVATE KEY"):
+            assert secret not in said, said
+        stored = await lsp.call("query", {"sql": "SELECT string_agg(payload::VARCHAR, ' ') FROM items"})
+        assert API_KEY not in str(stored) and "ghp_" not in str(stored)
+    finally:
+        await lsp.stop()
