@@ -107,7 +107,8 @@ async def test_a_git_worktree_pointer_and_its_repository_are_protected(machine: 
     context = context_for(worktree, roots=[worktree, repository])
     said = await sandboxed(
         f"echo 'gitdir: /var/tmp/evil' > {worktree}/.git && echo ESCAPED;"
-        f" echo x >> {repository}/.git/config && echo ESCAPED; touch {repository}/.git/hooks/post-checkout && echo ESCAPED",
+        f" echo x >> {repository}/.git/config && echo ESCAPED;"
+        f" touch {repository}/.git/hooks/post-checkout && echo ESCAPED",
         context,
     )
     assert "ESCAPED" not in said, said
