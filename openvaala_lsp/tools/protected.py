@@ -14,6 +14,7 @@ Paths are real (symlinks resolved), so a link to a protected file is protected t
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import pwd
@@ -101,7 +102,15 @@ def runtime_paths(*, create: bool = False) -> tuple[str, ...]:
 
 
 def credential_paths(deny_read: Sequence[str] = (), roots: Sequence[str] = ()) -> tuple[str, ...]:
-    """The built-in credential paths and an agent's `denyRead`, whether they exist or not."""
+    """The built-in credential paths and an agent's `denyRead`, whether they exist or not. Worked out
+    once per home, list and workspace (a few hundred microseconds of lookups, before every tool call
+    otherwise): a credential path that appears later is covered as it is spelled (a mount over a path
+    covers what a link there points to)."""
+    return _credential_paths(tuple(deny_read), tuple(roots), os.environ.get("HOME", ""))
+
+
+@functools.lru_cache(maxsize=64)
+def _credential_paths(deny_read: tuple[str, ...], roots: tuple[str, ...], home: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(path for entry in (*CREDENTIAL_PATHS, *deny_read) for path in expand(entry, roots)))
 
 

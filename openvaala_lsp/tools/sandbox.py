@@ -258,20 +258,21 @@ class _Layout:
         self.shown = [p for p in visible if under_tmp(p) and p not in self.writable and os.path.isdir(p)]
         self.rules: dict[str, int] = {}
         self.made: list[str] = []
-        allowed = {os.path.realpath(p) for p in policy.unix_sockets}
+        # the policy's other paths are real already (`protected.py` resolves them)
+        allowed = set(policy.unix_sockets)
         for path in self.writable:
             self._add(path, WRITE)
         for path in self.shown:
             self._add(path, SHOW)
         for path in policy.hidden:
-            self._add(os.path.realpath(path), HIDE)
+            self._add(path, HIDE)
         runtime_dir = os.environ.get("XDG_RUNTIME_DIR", "")
         if os.path.isabs(runtime_dir):
             self._add(os.path.realpath(runtime_dir), HIDE)
         for path in policy.unreadable:
-            self._add(os.path.realpath(path), MASK)
+            self._add(path, MASK)
         for path in policy.read_only:
-            self._protect(os.path.realpath(path))
+            self._protect(path)
         for path in _machine_sockets():
             if path not in allowed and not self._reachable(path):
                 self._add(path, SOCKET)
@@ -280,7 +281,7 @@ class _Layout:
                 self._add(path, WRITE)
 
     def _add(self, path: str, rule: int) -> None:
-        if under_tmp(path) and not self._inside(path, [*self.writable, *self.shown]):
+        if self._inside(path, ["/tmp"]) and not self._inside(path, [*self.writable, *self.shown]):
             return  # the private /tmp has nothing of the machine's
         if not os.path.lexists(path) and rule in (HIDE, MASK, SOCKET):
             return
@@ -310,7 +311,7 @@ class _Layout:
 
     def _reachable(self, path: str) -> bool:
         """Whether a command may reach this socket: in the workspace, or hidden anyway."""
-        return self._inside(path, [*self.writable, *self.shown]) or self._covered(path) or under_tmp(path)
+        return self._inside(path, ["/tmp", *self.writable, *self.shown]) or self._covered(path)
 
     def _covered(self, path: str) -> bool:
         return any(self._inside(path, [p]) for p, rule in self.rules.items() if rule in (HIDE, MASK))
