@@ -88,7 +88,13 @@ class Inputs:
         return api.EmptyResult()
 
     async def answer_approval(self, client: Client, params: api.AnswerApprovalParams) -> api.EmptyResult:
-        """The first answer to a tool call's approval wins; any client may give it."""
+        """The first answer to a tool call's approval wins; only a client that declared `approvals`
+        may give it (the others are not counted as able to answer, so none may answer either)."""
+        if not client.approvals:
+            raise InvalidState(
+                "this client did not declare that it answers approvals (initializationOptions.openvaala.approvals "
+                "is false or absent), so it cannot answer one"
+            )
         opened = self.state.open.get(params.conversation_id)
         if opened is None:
             await self.state.conversation(params.conversation_id)  # notFound for a conversation that is not

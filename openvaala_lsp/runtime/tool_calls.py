@@ -26,6 +26,7 @@ from openvaala_lsp.runtime.session_hooks import SessionHooks
 from openvaala_lsp.runtime.streaming import TurnItems
 from openvaala_lsp.tools import sandbox
 from openvaala_lsp.tools.base import Tool, ToolContext, ToolOutput
+from openvaala_lsp.tools.truncate import truncate_text
 
 logger = logging.getLogger(__name__)
 
@@ -128,14 +129,15 @@ async def _permit(
     if not answer.allowed:
         plan.refusal = _denial(verdict.reason, answer)
     elif answer.message:
-        plan.said.append(f"[the user allowed it and said: {answer.message}]")
+        plan.said.append(f"[the user allowed it and said: {truncate_text(answer.message)}]")
 
 
 def _denial(reason: str, answer: Answer) -> str:
+    """What the model reads of a refusal; the user's words cut like a tool's output."""
     if answer.by.kind is AddressKind.SESSION:  # nobody could answer
         return f"not run: it needs the user's approval ({reason}), but {answer.message}"
     said = f": {answer.message}" if answer.message else ""
-    return f"the user denied this call ({reason}){said}"
+    return truncate_text(f"the user denied this call ({reason}){said}")
 
 
 async def _run(plan: PlannedCall, tools: dict[str, Tool], items: TurnItems, hooks: SessionHooks) -> bool:
