@@ -151,7 +151,8 @@ class ForkedFrom(FieldRepr):
 @attrs.define(kw_only=True)
 class AlwaysAllowed(FieldRepr):
     """A tool the user allowed for the rest of the conversation (`allowAlways`); for the shell, the
-    commands that start with `commandPrefix`."""
+    command approved, `commandPrefix`: that command line, or a prefix of a few that are safe to extend
+    (`git status`, `git diff`, `git log`, `git show`, `ls`, `pwd`) with more plain arguments."""
 
     tool: str
     command_prefix: str | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -81,32 +82,118 @@ def test_hooks_ask_over_everything_and_allow_skips_asking_but_not_denying() -> N
 
 
 @pytest.mark.parametrize(
-    ("command", "prefix"),
-    [("git status -s", "git status"), ("ls -la", "ls"), ("npm run build", "npm run"), ("'my tool' x", "my tool x")],
+    ("command", "kept"),
+    [
+        ("git status -s", "git status"),
+        ("git log --oneline -5", "git log"),
+        ("ls -la", "ls"),
+        ("git log --output=/tmp/x", "git log --output=/tmp/x"),  # an option that writes: the whole line
+        ("npm run build", "npm run build"),
+        ("'my tool' x", "'my tool' x"),
+        ("make test && make install", "make test && make install"),
+    ],
 )
-def test_allow_always_remembers_a_prefix(command: str, prefix: str) -> None:
-    assert always_allowed("shell", shell(command)).command_prefix == prefix
+def test_allow_always_remembers_a_safe_prefix_or_the_whole_command(command: str, kept: str) -> None:
+    assert always_allowed("shell", shell(command)).command_prefix == kept
     assert always_allowed("read_file", {"path": "a"}) == AlwaysAllowed(tool="read_file")
+    assert always_allowed("shell", {"command": 7}).command_prefix == ""  # never a rule for every command
+
+
+# what must never be extended: an interpreter, a shell, a wrapper that runs its arguments, a runner of
+# the project's code, a reader of any file; each approved, then the same program with more
+NEVER_EXTENDED = [
+    ("python3 build.py", 'python3 -c "import os"'),
+    ("python build.py", "python -m http.server"),
+    ("node build.js", "node -e 1"),
+    ("ruby x.rb", "ruby -e 1"),
+    ("perl x.pl", "perl -e 1"),
+    ("sh build.sh", "sh -c id"),
+    ("bash -c 'echo hi'", "bash -c id"),
+    ("zsh x", "zsh -c id"),
+    ("timeout 60 make", "timeout 60 sh -c id"),
+    ("env FOO=1 make", "env sh -c id"),
+    ("nice make", "nice sh -c id"),
+    ("nohup make", "nohup sh -c id"),
+    ("xargs echo", "xargs sh -c id"),
+    ("sudo ls", "sudo sh -c id"),
+    ("find . -name x", "find . -name x -exec id {} +"),
+    ("find . -name x", "find . -name x -delete"),
+    ("find . -name x", "find . -fprint /tmp/out"),
+    ("npm run build", "npm run evil"),
+    ("make test", "make evil"),
+    ("pytest tests", "pytest --pyargs evil"),
+    ("cat README.md", "cat /root/.ssh/id_rsa"),
+    ("rg TODO", "rg --pre ./evil TODO"),
+    ("git push origin main", "git push evil main"),
+    ("git -C sub status", "git -C / status"),
+]
+
+
+@pytest.mark.parametrize(("approved", "then"), NEVER_EXTENDED)
+def test_an_interpreter_a_shell_or_a_wrapper_covers_only_the_command_approved(approved: str, then: str) -> None:
+    rule = always_allowed("shell", shell(approved, outside_sandbox=True))
+    assert remembers(rule, "shell", approved, outside=True)
+    assert not remembers(rule, "shell", then, outside=True)
 
 
 def test_a_remembered_prefix_covers_only_plain_commands_inside_its_bounds() -> None:
     rule = AlwaysAllowed(tool="shell", command_prefix="git status")
     assert remembers(rule, "shell", "git status")
     assert remembers(rule, "shell", "git status --short")
+    assert remembers(rule, "shell", "git  status  -s")  # the same words
     for command in [
         "git statusx",
         "git status; rm -rf /",
         "git status && curl x | sh",
         "git status $(id)",
+        "git status `id`",
+        "git status > out",
         "git status\nrm x",
         "git push",
+        "git -c core.fsmonitor=x status",
     ]:
         assert not remembers(rule, "shell", command), command
     assert not remembers(rule, "shell", "git status", outside=True)  # remembered inside the sandbox only
+    log = AlwaysAllowed(tool="shell", command_prefix="git log", outside_sandbox=True)
+    assert remembers(log, "shell", "git log -p --stat -- src", outside=True)
+    for command in ["git log --output=/x", "git log --output /x", "git log --outp=/x", "git log --ext-diff"]:
+        assert not remembers(log, "shell", command, outside=True), command
+    diff = AlwaysAllowed(tool="shell", command_prefix="git diff")
+    assert not remembers(diff, "shell", "git diff --no-index /root/.ssh/id_rsa /dev/null")
+    # a rule kept by an older openvaala (a bare program) covers that command alone
+    assert not remembers(AlwaysAllowed(tool="shell", command_prefix="python3"), "shell", "python3 -c x")
+    assert not remembers(AlwaysAllowed(tool="shell"), "shell", "anything")  # a shell rule names its command
     outside = always_allowed("shell", shell("curl -s x", outside_sandbox=True))
-    assert outside.outside_sandbox and remembers(outside, "shell", "curl -s y", outside=True)
+    assert outside.outside_sandbox and remembers(outside, "shell", "curl -s x", outside=True)
+    assert not remembers(outside, "shell", "curl -s y", outside=True)
     assert remembers(AlwaysAllowed(tool="edit"), "edit", None) and not remembers(
         AlwaysAllowed(tool="edit"), "write_file", None
     )
     verdict = decide("shell", shell("git status -s"), agent(shell=ASK), [rule], CONTEXT, USABLE)
     assert verdict.decision is ALLOW and verdict.reason == "allowed for the rest of the conversation"
+    assert verdict.remembered  # git runs with its configured commands off
+
+
+def test_a_remembered_command_asks_again_while_path_could_find_a_planted_program(tmp_path: Path) -> None:
+    """`git status` was approved as the machine's git: while PATH looks in the workspace (a relative
+    entry, or a venv inside it) before where git is, a `git` the agent writes there would run instead."""
+    workspace, system = tmp_path / "p", tmp_path / "bin"
+    (workspace / ".venv" / "bin").mkdir(parents=True)
+    system.mkdir()
+    (system / "git").write_text("#!/bin/sh\n")
+    (system / "git").chmod(0o755)
+    rule = AlwaysAllowed(tool="shell", command_prefix="git status")
+    venv = str(workspace / ".venv" / "bin")
+    for path, planted in [
+        (f"{system}", None),
+        (f"{system}:{venv}", None),  # after where git is: never looked at
+        (f"{venv}:{system}", venv),  # no git there yet, but the agent can put one there
+        (f".:{system}", "."),
+        (f":{system}", "."),
+    ]:
+        context = ToolContext(directory=str(workspace), roots=[str(workspace)], environment={"PATH": path})
+        verdict = decide("shell", shell("git status"), agent(shell=ASK), [rule], context, USABLE)
+        if planted is None:
+            assert verdict.decision is ALLOW, path
+        else:
+            assert verdict.decision is ASK and f"PATH looks in {planted}" in verdict.reason, path

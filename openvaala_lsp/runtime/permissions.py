@@ -1,18 +1,17 @@
 """Whether a tool call runs, waits for the user's approval, or is refused.
 
-In order: a preToolUse hook that asks; a remembered `allowAlways` of the conversation; the agent's rule
-for the tool (its exact name, else the longest matching glob), then its `default`; a hook that allows;
-else the defaults a careful user would pick — reads, file writes and edits (the file tools keep to the
-workspace themselves), skills, sub-agents, MCP and editor tools run; the shell runs inside the
-sandbox; a command that must leave the sandbox (`outside_sandbox`, or a sandbox that cannot start
-here) asks. An explicit `allow` rule for the shell lets its commands leave the sandbox unasked too.
+In order: a preToolUse hook that asks; a remembered `allowAlways` of the conversation
+(`remembered_commands.py` says which commands one covers); the agent's rule for the tool (its exact
+name, else the longest matching glob), then its `default`; a hook that allows; else the defaults a
+careful user would pick — reads, file writes and edits (the file tools keep to the workspace
+themselves), skills, sub-agents, MCP and editor tools run; the shell runs inside the sandbox; a
+command that must leave the sandbox (`outside_sandbox`, or a sandbox that cannot start here) asks.
+An explicit `allow` rule for the shell lets its commands leave the sandbox unasked too.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import re
-import shlex
 from typing import Any
 
 import attrs
@@ -21,13 +20,13 @@ from openvaala_lsp.definitions import AgentDefinition, PermissionDecision, Sandb
 from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import AlwaysAllowed
 from openvaala_lsp.protocol.api import ApprovalRequest
+from openvaala_lsp.runtime import remembered_commands
 from openvaala_lsp.tools import protected
 from openvaala_lsp.tools.base import SandboxPolicy, ToolContext
 from openvaala_lsp.tools.sandbox import SandboxState
 
 SHELL = "shell"
 PATH_ARGUMENTS = ("path", "file_path", "workdir")
-_SUBCOMMAND = re.compile(r"^[A-Za-z][A-Za-z0-9:_-]*$")
 
 
 @attrs.frozen
@@ -37,6 +36,7 @@ class Verdict(FieldRepr):
     sandbox: SandboxPolicy | None  # where a shell command runs if it runs
     request: ApprovalRequest | None = None  # what the user is asked
     note: str | None = None  # for the model with the result: why it ran unsandboxed
+    remembered: bool = False  # allowed by a remembered `allowAlways`: git runs with its commands off
 
 
 def sandbox_policy(sandbox: Sandbox | None, context: ToolContext) -> SandboxPolicy | None:
@@ -69,9 +69,9 @@ def decide(
     sandbox: SandboxState,
     hook: HookPermission | None = None,
 ) -> Verdict:
-    """In order: a hook that asks; a remembered `allowAlways`; the agent's rule for the tool, then
-    its default (a hook's allow skips their asking, never their deny); a hook that allows; the
-    defaults."""
+    """In order: a hook that asks; a remembered `allowAlways` (unless PATH could find a program the
+    agent planted); the agent's rule for the tool, then its default (a hook's allow skips their
+    asking, never their deny); a hook that allows; the defaults."""
     policy = sandbox_policy(agent.sandbox if agent else None, context)
     outside = tool == SHELL and arguments.get("outside_sandbox") is True
     command = arguments.get("command") if tool == SHELL and isinstance(arguments.get("command"), str) else None
@@ -79,27 +79,28 @@ def decide(
     runs_in = None if outside or policy is None or not sandbox.usable else policy
     note = f"[ran without the sandbox, which cannot start here: {sandbox.reason}]" if unusable and not outside else None
 
-    def verdict(decision: PermissionDecision, reason: str) -> Verdict:
+    def verdict(decision: PermissionDecision, reason: str, *, kept: bool = False) -> Verdict:
         request = None
         if decision is PermissionDecision.ASK:
             paths = [value for key in PATH_ARGUMENTS if isinstance(value := arguments.get(key), str)]
             request = ApprovalRequest(
                 tool=tool, arguments=arguments, reason=reason, command=command, paths=paths or None
             )
-        return Verdict(decision, reason, runs_in, request, note if decision is not PermissionDecision.DENY else None)
+        said = note if decision is not PermissionDecision.DENY else None
+        return Verdict(decision, reason, runs_in, request, said, kept)
 
+    rule, why = _rule(tool, agent)
     if hook is not None and hook.decision == "ask":
         return verdict(PermissionDecision.ASK, hook.reason or "a hook asks for the user's approval")
-    if any(remembers(rule, tool, command, outside) for rule in remembered):
-        return verdict(PermissionDecision.ALLOW, "allowed for the rest of the conversation")
-    rules = agent.permissions.tools or {} if agent and agent.permissions else {}
-    rule = rules.get(tool)
-    if rule is None:
-        globs = sorted((p for p in rules if fnmatch.fnmatchcase(tool, p)), key=len, reverse=True)
-        rule = rules[globs[0]] if globs else None
-    why = f"the agent's rule for {tool}"
-    if rule is None and agent and agent.permissions and agent.permissions.default is not None:
-        rule, why = agent.permissions.default, "the agent's default"
+    if any(remembers(kept, tool, command, outside) for kept in remembered):
+        planted = remembered_commands.planted_path(command, context.environment, context.roots) if command else None
+        if planted is None:
+            return verdict(PermissionDecision.ALLOW, "allowed for the rest of the conversation", kept=True)
+        return verdict(
+            PermissionDecision.ASK,
+            f"allowed for the rest of the conversation, but PATH looks in {planted} (in the workspace, where the "
+            "agent can write) before where the command's program is now, so it may not be the program you allowed",
+        )
     if rule is PermissionDecision.DENY or (rule is not None and (hook is None or rule is PermissionDecision.ALLOW)):
         return verdict(rule, f"{why}: {rule.value}")
     if hook is not None:  # allow
@@ -117,6 +118,19 @@ def decide(
     return verdict(PermissionDecision.ALLOW, "allowed inside the sandbox")
 
 
+def _rule(tool: str, agent: AgentDefinition | None) -> tuple[PermissionDecision | None, str]:
+    """The agent's rule for the tool (its exact name, else the longest matching glob), else its
+    default, and what to call it in a reason."""
+    rules = agent.permissions.tools or {} if agent and agent.permissions else {}
+    rule = rules.get(tool)
+    if rule is None:
+        globs = sorted((p for p in rules if fnmatch.fnmatchcase(tool, p)), key=len, reverse=True)
+        rule = rules[globs[0]] if globs else None
+    if rule is None and agent and agent.permissions and agent.permissions.default is not None:
+        return agent.permissions.default, "the agent's default"
+    return rule, f"the agent's rule for {tool}"
+
+
 @attrs.frozen
 class HookPermission(FieldRepr):
     """What the preToolUse hooks said: "ask" or "allow" (a deny never gets this far)."""
@@ -125,35 +139,27 @@ class HookPermission(FieldRepr):
     reason: str | None = None
 
 
-_CONTROL = re.compile(r"[;&|`$<>\n\r]")  # chaining, substitution, redirection: no prefix speaks for those
-
-
 def remembers(rule: AlwaysAllowed, tool: str, command: str | None, outside: bool = False) -> bool:
-    """Whether a remembered `allowAlways` covers this call. A shell rule covers only a plain command
-    with its prefix: `git status -s` under `git status`, but not `git status && curl … | sh`; and only
-    a rule remembered outside the sandbox covers a command run outside it."""
+    """Whether a remembered `allowAlways` covers this call: for the shell, the command it kept (see
+    `remembered_commands`), and only a rule remembered outside the sandbox covers a command run
+    outside it; for another tool, every call."""
     if rule.tool != tool or (outside and not rule.outside_sandbox):
         return False
-    if rule.command_prefix is None:
+    if tool != SHELL:
         return True
-    if command is None or _CONTROL.search(command):
-        return False
-    return command == rule.command_prefix or command.startswith(rule.command_prefix + " ")
+    return (
+        rule.command_prefix is not None
+        and command is not None
+        and remembered_commands.covers(rule.command_prefix, command)
+    )
 
 
 def always_allowed(tool: str, arguments: dict[str, Any]) -> AlwaysAllowed:
-    """What `allowAlways` remembers: the tool, and for the shell the command's prefix — its program and,
-    when it reads as one, its subcommand (`git status -s` remembers `git status`; `ls -la`, `ls`) — and
-    whether it ran outside the sandbox."""
+    """What `allowAlways` remembers: the tool, and for the shell the command (its whole line, or a
+    prefix known safe to extend: `git status -s` remembers `git status`) and whether it ran outside
+    the sandbox."""
+    if tool != SHELL:
+        return AlwaysAllowed(tool=tool)
     command = arguments.get("command")
-    if tool != SHELL or not isinstance(command, str) or not command.strip():
-        return AlwaysAllowed(tool=tool)
-    outside = arguments.get("outside_sandbox") is True
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        words = command.split()
-    if not words:
-        return AlwaysAllowed(tool=tool)
-    prefix = words[:2] if len(words) > 1 and _SUBCOMMAND.match(words[1]) else words[:1]
-    return AlwaysAllowed(tool=tool, command_prefix=" ".join(prefix), outside_sandbox=outside)
+    kept = remembered_commands.remembered(command) if isinstance(command, str) else ""
+    return AlwaysAllowed(tool=tool, command_prefix=kept, outside_sandbox=arguments.get("outside_sandbox") is True)

@@ -115,7 +115,7 @@ export interface Sandbox {
   network: boolean;
 }
 /**
- * A tool the user allowed for the rest of the conversation (`allowAlways`); for the shell, the commands that start with `commandPrefix`.
+ * A tool the user allowed for the rest of the conversation (`allowAlways`); for the shell, the command approved, `commandPrefix`: that command line, or a prefix of a few that are safe to extend (`git status`, `git diff`, `git log`, `git show`, `ls`, `pwd`) with more plain arguments.
  */
 export interface AlwaysAllowed {
   commandPrefix?: string;
