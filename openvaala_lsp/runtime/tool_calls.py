@@ -109,7 +109,7 @@ async def _permit(
         state = await asyncio.to_thread(sandbox.state)  # probed once per process, off the event loop
     remembered = gate.host.always_allowed()
     verdict = permissions.decide(plan.call.name, arguments, gate.agent, remembered, plan.context, state, hook)
-    plan.context = attrs.evolve(plan.context, sandbox=verdict.sandbox)
+    plan.context = attrs.evolve(plan.context, sandbox=verdict.sandbox, guard_git=verdict.remembered)
     if verdict.note:
         plan.said.append(verdict.note)
     if verdict.decision is PermissionDecision.DENY:

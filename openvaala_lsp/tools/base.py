@@ -43,7 +43,9 @@ class ToolContext(FieldRepr):
     """Where and how a tool runs: the conversation's workspace directory (absolute, the cwd of
     commands), the roots a path may resolve into, the client's environment without its secrets, the
     sandbox commands run in (None: none), the warm sandboxes that start them (None: each starts its
-    own), and what no tool may read or change unasked."""
+    own), and what no tool may read or change unasked. Per call: whether git runs with the commands
+    its configuration names turned off (the call ran on a remembered `allowAlways`, unseen by the
+    user)."""
 
     directory: str
     roots: list[str]
@@ -51,6 +53,7 @@ class ToolContext(FieldRepr):
     sandbox: SandboxPolicy | None = None
     warm: Sandboxes | None = None
     protected: Protected = attrs.Factory(Protected)
+    guard_git: bool = False
 
 
 @attrs.define(kw_only=True)

@@ -7,9 +7,12 @@ import os
 import signal
 from typing import Any
 
+import attrs
+
 from openvaala_lsp.tools import sandbox
 from openvaala_lsp.tools.base import ToolContext, ToolOutput
 from openvaala_lsp.tools.common import LocalTool, ToolFailure
+from openvaala_lsp.tools.git_guard import guarded_environment
 from openvaala_lsp.tools.paths import resolve_path
 from openvaala_lsp.tools.process import Launch, run_process_group, start_process
 from openvaala_lsp.tools.truncate import DEFAULT_MAX_OUTPUT, DEFAULT_READ_LIMIT
@@ -99,6 +102,8 @@ class ShellTool(LocalTool):
 
     async def execute(self, arguments: dict[str, Any], context: ToolContext) -> ToolOutput:
         workdir = _working_directory(arguments.get("workdir"), context)
+        if context.guard_git:  # the user did not see this call: git runs nothing its config names
+            context = attrs.evolve(context, environment=await guarded_environment(context.environment, workdir))
         timeout_ms: int = arguments["timeout_ms"]
         argv = [SHELL, "-c", arguments["command"]]
         launch: Launch = start_process
