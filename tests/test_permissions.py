@@ -11,6 +11,7 @@ from openvaala_lsp.definitions import AgentDefinition, PermissionDecision, Permi
 from openvaala_lsp.model import AlwaysAllowed
 from openvaala_lsp.runtime.permissions import HookPermission, always_allowed, decide, remembers
 from openvaala_lsp.tools.base import ToolContext
+from openvaala_lsp.tools.protected import protected_paths
 from openvaala_lsp.tools.sandbox import SandboxState
 
 ASK, ALLOW, DENY = PermissionDecision.ASK, PermissionDecision.ALLOW, PermissionDecision.DENY
@@ -197,3 +198,26 @@ def test_a_remembered_command_asks_again_while_path_could_find_a_planted_program
             assert verdict.decision is ALLOW, path
         else:
             assert verdict.decision is ASK and f"PATH looks in {planted}" in verdict.reason, path
+
+
+def test_a_write_to_what_governs_the_agent_always_asks_unless_a_rule_denies_it(tmp_path: Path) -> None:
+    workspace = tmp_path / "p"
+    (workspace / ".git").mkdir(parents=True)
+    (workspace / "link").symlink_to(workspace / ".git" / "config")
+    context = ToolContext(
+        directory=str(workspace),
+        roots=[str(workspace)],
+        environment={},
+        protected=protected_paths([str(workspace)]),
+    )
+    remembered = [AlwaysAllowed(tool="write_file"), AlwaysAllowed(tool="edit")]
+    for tool, path in [("write_file", ".openvaala/config.toml"), ("edit", ".git/config"), ("write_file", "link")]:
+        verdict = decide(tool, {"path": path}, agent(ALLOW), remembered, context, USABLE, HookPermission("allow"))
+        assert verdict.decision is ASK and "governs the agent" in verdict.reason, path
+        assert verdict.request is not None and verdict.request.paths == [path]
+    link = decide("write_file", {"path": "link"}, None, [], context, USABLE)
+    assert link.governing == str((workspace / ".git" / "config").resolve())  # the file a link leads to
+    assert decide("write_file", {"path": ".claude/x"}, agent(DENY), [], context, USABLE).decision is DENY
+    assert decide("read_file", {"path": ".git/config"}, None, [], context, USABLE).decision is ALLOW
+    plain = decide("write_file", {"path": "src/a.py"}, None, [], context, USABLE)
+    assert plain.decision is ALLOW and plain.governing is None

@@ -1,6 +1,7 @@
 """Whether a tool call runs, waits for the user's approval, or is refused.
 
-In order: a preToolUse hook that asks; a remembered `allowAlways` of the conversation
+In order: a preToolUse hook that asks; a write to what governs the agent (`protected.py`), which asks
+for that one write unless a rule denies it; a remembered `allowAlways` of the conversation
 (`remembered_commands.py` says which commands one covers); the agent's rule for the tool (its exact
 name, else the longest matching glob), then its `default`; a hook that allows; else the defaults a
 careful user would pick — reads, file writes and edits (the file tools keep to the workspace
@@ -12,6 +13,7 @@ An explicit `allow` rule for the shell lets its commands leave the sandbox unask
 from __future__ import annotations
 
 import fnmatch
+import os
 from typing import Any
 
 import attrs
@@ -27,6 +29,11 @@ from openvaala_lsp.tools.sandbox import SandboxState
 
 SHELL = "shell"
 PATH_ARGUMENTS = ("path", "file_path", "workdir")
+WRITING_TOOLS = ("write_file", "edit")  # the file tools that change the file at `path`
+GOVERNING_WRITE = (
+    "writes {path}, which governs the agent (openvaala's project configuration, agents and skills, or "
+    "git's hooks and config): it needs your approval of this one write"
+)
 
 
 @attrs.frozen
@@ -36,6 +43,7 @@ class Verdict(FieldRepr):
     sandbox: SandboxPolicy | None  # where a shell command runs if it runs
     request: ApprovalRequest | None = None  # what the user is asked
     note: str | None = None  # for the model with the result: why it ran unsandboxed
+    governing: str | None = None  # the real path of what governs the agent that the call writes
     remembered: bool = False  # allowed by a remembered `allowAlways`: git runs with its commands off
 
 
@@ -69,15 +77,17 @@ def decide(
     sandbox: SandboxState,
     hook: HookPermission | None = None,
 ) -> Verdict:
-    """In order: a hook that asks; a remembered `allowAlways` (unless PATH could find a program the
-    agent planted); the agent's rule for the tool, then its default (a hook's allow skips their
-    asking, never their deny); a hook that allows; the defaults."""
+    """In order: a hook that asks; a write to what governs the agent (asks, or a deny rule refuses);
+    a remembered `allowAlways` (unless PATH could find a program the agent planted); the agent's rule
+    for the tool, then its default (a hook's allow skips their asking, never their deny); a hook that
+    allows; the defaults."""
     policy = sandbox_policy(agent.sandbox if agent else None, context)
     outside = tool == SHELL and arguments.get("outside_sandbox") is True
     command = arguments.get("command") if tool == SHELL and isinstance(arguments.get("command"), str) else None
     unusable = tool == SHELL and policy is not None and not sandbox.usable
     runs_in = None if outside or policy is None or not sandbox.usable else policy
     note = f"[ran without the sandbox, which cannot start here: {sandbox.reason}]" if unusable and not outside else None
+    governing = governing_write(tool, arguments, context)
 
     def verdict(decision: PermissionDecision, reason: str, *, kept: bool = False) -> Verdict:
         request = None
@@ -87,11 +97,15 @@ def decide(
                 tool=tool, arguments=arguments, reason=reason, command=command, paths=paths or None
             )
         said = note if decision is not PermissionDecision.DENY else None
-        return Verdict(decision, reason, runs_in, request, said, kept)
+        return Verdict(decision, reason, runs_in, request, said, governing, kept)
 
     rule, why = _rule(tool, agent)
     if hook is not None and hook.decision == "ask":
         return verdict(PermissionDecision.ASK, hook.reason or "a hook asks for the user's approval")
+    if governing is not None:  # neither a rule's allow, a hook's nor a remembered answer lets it through
+        if rule is PermissionDecision.DENY:
+            return verdict(rule, f"{why}: {rule.value}")
+        return verdict(PermissionDecision.ASK, GOVERNING_WRITE.format(path=arguments.get("path")))
     if any(remembers(kept, tool, command, outside) for kept in remembered):
         planted = remembered_commands.planted_path(command, context.environment, context.roots) if command else None
         if planted is None:
@@ -129,6 +143,15 @@ def _rule(tool: str, agent: AgentDefinition | None) -> tuple[PermissionDecision 
     if rule is None and agent and agent.permissions and agent.permissions.default is not None:
         return agent.permissions.default, "the agent's default"
     return rule, f"the agent's rule for {tool}"
+
+
+def governing_write(tool: str, arguments: dict[str, Any], context: ToolContext) -> str | None:
+    """The real path of what governs the agent that a file tool's call would write, if it does."""
+    path = arguments.get("path")
+    if tool not in WRITING_TOOLS or not isinstance(path, str) or "\0" in path:
+        return None
+    real = os.path.realpath(os.path.join(context.directory, path))
+    return real if context.protected.governing_at(real) else None
 
 
 @attrs.frozen

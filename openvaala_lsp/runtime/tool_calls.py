@@ -124,11 +124,14 @@ async def _permit(
         answer = await gate.approvals.ask(item.id, verdict.request)
     finally:
         item.status = ItemStatus.STREAMING
-    if answer.decision is ApprovalDecision.ALLOW_ALWAYS:
+    # a write to what governs the agent is allowed for itself only, however the user answered
+    if answer.decision is ApprovalDecision.ALLOW_ALWAYS and verdict.governing is None:
         await gate.host.remember_allowed(permissions.always_allowed(plan.call.name, arguments))
     if not answer.allowed:
         plan.refusal = _denial(verdict.reason, answer)
-    elif answer.message:
+        return
+    plan.context = attrs.evolve(plan.context, approved_write=verdict.governing)
+    if answer.message:
         plan.said.append(f"[the user allowed it and said: {truncate_text(answer.message)}]")
 
 

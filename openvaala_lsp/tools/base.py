@@ -45,7 +45,7 @@ class ToolContext(FieldRepr):
     sandbox commands run in (None: none), the warm sandboxes that start them (None: each starts its
     own), and what no tool may read or change unasked. Per call: whether git runs with the commands
     its configuration names turned off (the call ran on a remembered `allowAlways`, unseen by the
-    user)."""
+    user), and which file that governs the agent the user let it write."""
 
     directory: str
     roots: list[str]
@@ -54,6 +54,7 @@ class ToolContext(FieldRepr):
     warm: Sandboxes | None = None
     protected: Protected = attrs.Factory(Protected)
     guard_git: bool = False
+    approved_write: str | None = None  # a real path
 
 
 @attrs.define(kw_only=True)

@@ -7,7 +7,7 @@ from typing import Any
 
 from openvaala_lsp.tools.base import ToolContext, ToolOutput
 from openvaala_lsp.tools.common import LocalTool, StopFlag, ToolFailure, run_in_thread
-from openvaala_lsp.tools.paths import resolve_path
+from openvaala_lsp.tools.paths import resolve_path, writable_path
 
 DEFAULT_READ_LINES = 2000
 MAX_LINE_CHARS = 2000
@@ -155,7 +155,7 @@ class WriteFileTool(LocalTool):
 
     async def execute(self, arguments: dict[str, Any], context: ToolContext) -> ToolOutput:
         path: str = arguments["path"]
-        real = resolve_path(path, context)
+        real = writable_path(path, context)
         content: str = arguments["content"]
         text = await run_in_thread(lambda stop: _write(path, real, content))
         return ToolOutput(text=text)
@@ -242,7 +242,7 @@ class EditTool(LocalTool):
         new: str = arguments["new_string"]
         if old == new:
             raise ToolFailure("old_string and new_string are the same; there is nothing to change")
-        real = resolve_path(path, context)
+        real = writable_path(path, context)
         replace_all: bool = arguments["replace_all"]
         text = await run_in_thread(lambda stop: _edit(path, real, old, new, replace_all))
         return ToolOutput(text=text)

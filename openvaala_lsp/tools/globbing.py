@@ -9,6 +9,7 @@ directory, otherwise matching a name at any depth. Every `.gitignore` from the w
 to each directory walked applies. As in git, a file inside an excluded directory is never reached,
 so a later `!` pattern cannot bring it back. Not read: `.git/info/exclude` and global excludes.
 Symbolic links are neither followed nor listed, so a walk never leaves the tree it started in.
+What no tool may read (`protected.py`) is neither listed nor walked into.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ import attrs
 
 from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.tools.common import StopFlag
+from openvaala_lsp.tools.protected import Protected
 
 SKIPPED_DIRECTORIES = frozenset({".git"})
+_NOTHING_PROTECTED = Protected()
 
 
 def _brace_balanced(pattern: str) -> bool:
@@ -187,9 +190,14 @@ class IgnoreRules(FieldRepr):
         return rules
 
 
-def walk_files(start: str, root: str, stop: StopFlag) -> Iterator[os.DirEntry[str]]:
-    """Regular files under `start` (depth first, names sorted), skipping `.git`, symbolic links and
-    whatever `.gitignore` files between `root` and each directory exclude."""
+def walk_files(
+    start: str, root: str, stop: StopFlag, protected: Protected = _NOTHING_PROTECTED
+) -> Iterator[os.DirEntry[str]]:
+    """Regular files under `start` (depth first, names sorted), skipping `.git`, symbolic links,
+    whatever `.gitignore` files between `root` and each directory exclude, and what is `protected`
+    (no tool reads it: it is not even listed)."""
+    if protected.unreadable_at(start):
+        return
     pending: list[tuple[str, IgnoreRules]] = [(start, IgnoreRules.for_directory(start, root))]
     while pending:
         stop.check()
@@ -201,7 +209,7 @@ def walk_files(start: str, root: str, stop: StopFlag) -> Iterator[os.DirEntry[st
             continue  # unreadable or vanished since it was listed: nothing to report from it
         subdirectories: list[tuple[str, IgnoreRules]] = []
         for entry in entries:
-            if entry.is_symlink():
+            if entry.is_symlink() or protected.unreadable_at(entry.path):
                 continue
             if entry.is_dir(follow_symlinks=False):
                 if entry.name in SKIPPED_DIRECTORIES or rules.ignored(entry.path, True):

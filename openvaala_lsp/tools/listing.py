@@ -37,7 +37,7 @@ def _glob(path: str, pattern: str, context: ToolContext, limit: int, stop: StopF
         return base, [], 0
     regex = compile_glob(pattern)
     found: list[tuple[float, str]] = []
-    for entry in walk_files(start, root, stop):
+    for entry in walk_files(start, root, stop, context.protected):
         relative = os.path.relpath(entry.path, base).replace(os.sep, "/")
         if regex.fullmatch(relative):
             try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import attrs
 
 from openvaala_lsp.fieldrepr import FieldRepr
+from openvaala_lsp.tools.protected import Protected
 
 MAX_FILE_SIZE = 10 * 1024 * 1024
 MAX_LINE_CHARS = 500
@@ -21,6 +22,7 @@ class GrepQuery(FieldRepr):
     glob: str | None
     case_insensitive: bool
     mode: str
+    protected: Protected = attrs.Factory(Protected)  # files never searched (nor reported)
 
     @property
     def first_match_only(self) -> bool:

@@ -2,9 +2,13 @@
 
 A path given by the model resolves against the conversation directory when relative; its real path
 (symlinks followed, `..` folded) must lie inside one of the context's roots, themselves taken as
-real paths. Checking the real path rather than the spelling is what stops `../x`, absolute paths
-and symlinks that point out of the workspace alike, including a new file created under a symlinked
-directory. Tools then operate on the returned real path, never on the spelling.
+real paths, and outside what no tool may read or change (`ToolContext.protected`: credentials, an
+agent's `denyRead`, openvaala's own files). Checking the real path rather than the spelling is what
+stops `../x`, absolute paths and symlinks that point out of the workspace alike, including a new
+file created under a symlinked directory. Tools then operate on the returned real path, never on
+the spelling. A write to what governs the agent needs the user's approval of that very call
+(`writable_path`), checked again here as the tool runs: a link made after the call was decided
+changes the real path, and the approval does not follow it.
 """
 
 from __future__ import annotations
@@ -18,6 +22,14 @@ from openvaala_lsp.tools.common import ToolFailure
 class PathOutsideWorkspace(ToolFailure):
     def __init__(self, path: str) -> None:
         super().__init__(f"path outside the workspace: {path}")
+
+
+class ProtectedPath(ToolFailure):
+    def __init__(self, path: str, holder: str) -> None:
+        super().__init__(
+            f"refused: {path} is protected: it lies in {holder}, which no tool may read or change (credentials, "
+            "paths the agent's sandbox denies, or openvaala's own files)"
+        )
 
 
 def _inside(path: str, root: str) -> bool:
@@ -46,4 +58,19 @@ def resolve_path(path: str, context: ToolContext) -> str:
     real = os.path.realpath(candidate)
     if containing_root(real, context) is None:
         raise PathOutsideWorkspace(path)
+    holder = context.protected.unreadable_at(real)
+    if holder is not None:
+        raise ProtectedPath(path, holder)
+    return real
+
+
+def writable_path(path: str, context: ToolContext) -> str:
+    """`resolve_path` for a write: what governs the agent only if the user approved this call's
+    write of that very file."""
+    real = resolve_path(path, context)
+    if context.protected.governing_at(real) is not None and real != context.approved_write:
+        raise ToolFailure(
+            f"refused: {path} is {real}, which governs the agent; writing it needs the user's approval of that "
+            "one write, which this call does not have (the path changed after the call was decided)"
+        )
     return real

@@ -115,12 +115,14 @@ async def search(executable: str, query: GrepQuery) -> GrepResult:
             if match is None:
                 continue
             name, number, text = match
+            path = _absolute(cwd, name)
+            if query.protected.unreadable_at(path):
+                continue  # ripgrep read it, the model never sees it
             if query.keeps_lines and recorded == MAX_RECORDED_LINES:
                 result.stopped_early = True
                 _kill(process)
                 await process.stdout.read()  # to end of file, so the pipe closes
                 break
-            path = _absolute(cwd, name)
             found = by_path.get(path)
             if found is None:
                 found = by_path[path] = FileMatches(path=path)

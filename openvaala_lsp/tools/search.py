@@ -54,7 +54,7 @@ def _candidate_files(query: GrepQuery, stop: StopFlag) -> Iterable[str]:
         yield query.base
         return
     rule = _glob_filter(query.glob)
-    for entry in walk_files(query.base, query.root, stop):
+    for entry in walk_files(query.base, query.root, stop, query.protected):
         if rule is not None:
             relative = os.path.relpath(entry.path, query.base).replace(os.sep, "/")
             if not _passes_glob(rule, relative):
@@ -141,6 +141,7 @@ def _query(arguments: dict[str, Any], context: ToolContext) -> GrepQuery:
         glob=arguments.get("glob") or None,
         case_insensitive=arguments["case_insensitive"],
         mode=arguments["output_mode"],
+        protected=context.protected,
     )
 
 
