@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import urllib.parse
 from collections.abc import Callable, Sequence
@@ -17,7 +18,7 @@ from . import trust
 from .agents import load_agent_file
 from .errors import ConfigError
 from .merge import merge_definitions
-from .skills import load_skill_file
+from .skills import leaves, load_skill_file, skills_within
 from .sources import markdown_files, scopes, skill_dirs
 from .tomlfile import load_toml_file
 
@@ -48,6 +49,8 @@ def load_definitions(
 
     With `require_trust`, a project file of a folder the user has not trusted contributes only what
     cannot run commands or send a key elsewhere (see `trust.untrusted_view`); the rest is reported.
+    A project's skills lie inside its folder, each skill's file inside the skill's own directory;
+    one that leads out is reported and left out.
 
     `~/.claude/skills` is read only with the real user configuration (no OPENVAALA_HOME and no
     `config_dir` given), so tests and scripts with a home of their own see nothing of the user's.
@@ -60,14 +63,18 @@ def load_definitions(
         found.sources.append(trust.trust_file(config_dir))  # trusting a folder reloads its definitions
     project_folders = [folder_path(f) for f in folders]
     for index, scope in enumerate(scopes(project_folders, config_dir, claude_home)):
+        folder = project_folders[index - 1] if index else None  # scope 0 is the user's
+        untrusted = folder is not None and require_trust and not trust.is_trusted(folder, trusted)
         for directory in scope.skill_dirs:
-            _guarded(found, directory, _load_skills)
+            _guarded(found, directory, functools.partial(_load_skills, within=folder))
         for directory in scope.agent_dirs:
             _guarded(found, directory, _load_agents)
         found.sources.append(scope.config_file)
         definitions, errors = load_toml_file(scope.config_file)
-        folder = project_folders[index - 1] if index else None  # scope 0 is the user's
-        if definitions is not None and folder is not None and require_trust and not trust.is_trusted(folder, trusted):
+        if definitions is not None and folder is not None:
+            definitions, outside = skills_within(definitions, folder, scope.config_file)
+            errors = [*errors, *outside]
+        if definitions is not None and untrusted:
             definitions, refused = trust.untrusted_view(definitions)
             if refused:
                 message = f"ignored until you trust {folder} (run `openvaala trust` there): {', '.join(refused)}"
@@ -86,13 +93,20 @@ def _guarded(found: _Collector, directory: Path, load: Callable[[_Collector, Pat
         found.errors.append(ConfigError(path=directory, line=None, field=None, message=f"cannot read: {exc}"))
 
 
-def _load_skills(found: _Collector, directory: Path) -> None:
+def _load_skills(found: _Collector, directory: Path, within: Path | None) -> None:
+    """The skills of a skills folder; a project's (`within` its folder) only from inside it."""
     for skill_dir in skill_dirs(directory):
         skill_file = skill_dir / "SKILL.md"
         found.sources += [skill_dir, skill_file]  # a SKILL.md may appear later in an existing directory
-        if skill_file.is_file():
-            skill, errors = load_skill_file(skill_file)
-            found.add(Definitions(skills=[skill]) if skill else None, errors)
+        if not skill_file.is_file():
+            continue
+        home = within if within is not None else skill_dir  # a user's skill folder may be a link to elsewhere
+        if leaves(str(skill_file), home) or leaves(str(skill_file), skill_dir):
+            message = f"SKILL.md leads out of {home} to {os.path.realpath(skill_file)}: left out"
+            found.add(None, [ConfigError(path=skill_file, line=None, field=None, message=message)])
+            continue
+        skill, errors = load_skill_file(skill_file)
+        found.add(Definitions(skills=[skill]) if skill else None, errors)
 
 
 def _load_agents(found: _Collector, directory: Path) -> None:

@@ -3,9 +3,12 @@ go into the prompt); the body is read when the model asks for the skill."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from openvaala_lsp.definitions import Skill
+import attrs
+
+from openvaala_lsp.definitions import Definitions, Skill
 from openvaala_lsp.protocol.converter import ParamsError, structure
 
 from . import frontmatter
@@ -38,6 +41,23 @@ def load_skill_file(path: Path) -> tuple[Skill | None, list[ConfigError]]:
             key = str((parse_wire_path(wire_path) or ("name",))[0])
             errors.append(ConfigError(path=path, line=matter.lines.get(key), field=key, message=message))
         return None, errors
+
+
+def leaves(path: str, directory: Path) -> bool:
+    """Whether the file at `path` lies outside `directory`, both taken as real paths (links followed)."""
+    return not os.path.realpath(path).startswith(os.path.realpath(directory).rstrip("/") + "/")
+
+
+def skills_within(definitions: Definitions, folder: Path, config_file: Path) -> tuple[Definitions, list[ConfigError]]:
+    """A project file's skills without those whose file lies outside the project's folder (each an error)."""
+    kept, errors = [], []
+    for index, skill in enumerate(definitions.skills):
+        if skill.path is not None and leaves(skill.path, folder):
+            message = f"the skill's file {os.path.realpath(skill.path)} lies outside {folder}: left out"
+            errors.append(ConfigError(path=config_file, line=None, field=f"$.skills[{index}].path", message=message))
+        else:
+            kept.append(skill)
+    return attrs.evolve(definitions, skills=kept), errors
 
 
 def read_skill_body(skill: Skill) -> str:

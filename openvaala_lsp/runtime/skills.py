@@ -1,13 +1,18 @@
 """Skills: only names and descriptions go into the prompt; the model reads a body with the `skill`
-tool when it needs it."""
+tool when it needs it, from inside the skill's own directory only (the folder its file was found in:
+the file must still be there, not a link out of it, when it is read) and never from what no tool may
+read (`protected.py`) but the user's own skills folder."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
+from openvaala_lsp import paths
 from openvaala_lsp.definitions import AgentDefinition, Definitions, Skill
 from openvaala_lsp.tools.base import ToolContext, ToolOutput
+from openvaala_lsp.tools.protected import Protected
 
 SKILL_TOOL = "skill"
 
@@ -49,6 +54,24 @@ class SkillTool:
         from openvaala_lsp.config import read_skill_body  # the files' reader: see DefinitionsSource._watcher
 
         try:
-            return ToolOutput(text=await asyncio.to_thread(read_skill_body, skill))
-        except (OSError, ValueError) as exc:  # unreadable, not UTF-8, or neither body nor path
+            return ToolOutput(text=await asyncio.to_thread(read_skill_body, confined(skill, context.protected)))
+        except (OSError, ValueError) as exc:  # unreadable, not UTF-8, neither body nor path, or refused
             return ToolOutput(text=f"the skill {skill.name} could not be read: {exc}", is_error=True)
+
+
+def confined(skill: Skill, protected: Protected) -> Skill:
+    """The skill with its file's real path, or ValueError if that lies outside the skill's directory
+    or in what no tool may read."""
+    if skill.path is None:
+        return skill
+    if not os.path.isabs(skill.path):
+        raise ValueError(f"its path is not absolute: {skill.path}")
+    real = os.path.realpath(skill.path)
+    directory = os.path.realpath(os.path.dirname(skill.path))
+    if not real.startswith(directory.rstrip("/") + "/"):
+        raise ValueError(f"its file leads out of its directory ({directory}) to {real}")
+    holder = protected.unreadable_at(real)
+    own = os.path.realpath(paths.config_dir() / "skills")  # the user's skills, under openvaala's own folder
+    if holder is not None and not real.startswith(own + "/"):
+        raise ValueError(f"its file {real} is protected: it lies in {holder}, which no tool may read")
+    return Skill(name=skill.name, description=skill.description, path=real)
