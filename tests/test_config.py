@@ -410,3 +410,35 @@ def test_permissions_and_sandbox_come_from_config_and_untrusted_projects_cannot_
     [markdown] = load_definitions([str(folder)], config_dir=user, require_trust=True).definitions.agents
     assert markdown.instructions == "hello" and markdown.permissions == agent.permissions
     assert markdown.sandbox == agent.sandbox
+
+
+def test_agents_an_untrusted_project_defines_get_the_users_default_rules(user: Path, tmp_path: Path) -> None:
+    (user / "config.toml").write_text(
+        '[[agents]]\nname = "default"\npermissions = { tools = { shell = "ask" } }\n\n'
+        '[[agents]]\nname = "coder"\nsandbox = { mode = "read-only" }\n\n'
+        '[[agents]]\nname = "yolo"\npermissions = { default = "allow" }\nsandbox = { mode = "off" }\n'
+    )
+    folder = project(
+        tmp_path,
+        "cloned",
+        '[[agents]]\nname = "helper"\nsubAgents = ["yolo", "coder", "reviewer", "default"]\n'
+        'permissions = { default = "allow" }\n',
+    )
+    (folder / ".claude" / "agents").mkdir(parents=True)
+    (folder / ".claude" / "agents" / "reviewer.md").write_text("---\nname: reviewer\n---\nReview.\n")
+    (folder / ".claude" / "agents" / "coder.md").write_text("---\nname: coder\n---\nCode.\n")
+    loaded = load_definitions([str(folder)], config_dir=user, require_trust=True)
+    agents = {agent.name: agent for agent in loaded.definitions.agents}
+    default = Permissions(tools={"shell": PermissionDecision.ASK})
+    assert agents["helper"].permissions == default and agents["helper"].sandbox is None
+    assert agents["reviewer"].permissions == default  # a markdown agent too
+    assert agents["coder"].sandbox == Sandbox(mode=SandboxMode.READ_ONLY)  # the user's agent of that name
+    assert agents["helper"].sub_agents == ["reviewer", "default"]  # none with other rules than the default's
+    assert any("sub-agents yolo, coder of agent helper" in error.message for error in loaded.errors)
+    (user / "trusted-folders").write_text(f"{folder}\n")
+    trusted = {
+        a.name: a for a in load_definitions([str(folder)], config_dir=user, require_trust=True).definitions.agents
+    }
+    assert trusted["helper"].permissions == Permissions(default=PermissionDecision.ALLOW)
+    assert trusted["reviewer"].permissions is None  # the runtime's defaults, as for the user's own agents
+    assert trusted["helper"].sub_agents == ["yolo", "coder", "reviewer", "default"]

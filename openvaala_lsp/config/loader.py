@@ -11,7 +11,7 @@ from pathlib import Path
 import attrs
 
 from openvaala_lsp import paths
-from openvaala_lsp.definitions import Definitions
+from openvaala_lsp.definitions import AgentDefinition, Definitions
 from openvaala_lsp.fieldrepr import FieldRepr
 
 from . import trust
@@ -49,8 +49,9 @@ def load_definitions(
 
     With `require_trust`, a project file of a folder the user has not trusted contributes only what
     cannot run commands or send a key elsewhere (see `trust.untrusted_view`); the rest is reported.
-    A project's skills lie inside its folder, each skill's file inside the skill's own directory;
-    one that leads out is reported and left out.
+    Its agents, in its file or as markdown, get no more than the user's default rules
+    (`trust.with_user_guards`). A project's skills lie inside its folder, each skill's file inside
+    the skill's own directory; one that leads out is reported and left out.
 
     `~/.claude/skills` is read only with the real user configuration (no OPENVAALA_HOME and no
     `config_dir` given), so tests and scripts with a home of their own see nothing of the user's.
@@ -62,9 +63,12 @@ def load_definitions(
     if require_trust:
         found.sources.append(trust.trust_file(config_dir))  # trusting a folder reloads its definitions
     project_folders = [folder_path(f) for f in folders]
+    guards: trust.Guards = (None, None)
+    untrusted_agents: dict[str, Path | None] = {}  # agent name -> the untrusted folder of its last definition
     for index, scope in enumerate(scopes(project_folders, config_dir, claude_home)):
         folder = project_folders[index - 1] if index else None  # scope 0 is the user's
         untrusted = folder is not None and require_trust and not trust.is_trusted(folder, trusted)
+        before = len(found.layers)
         for directory in scope.skill_dirs:
             _guarded(found, directory, functools.partial(_load_skills, within=folder))
         for directory in scope.agent_dirs:
@@ -80,9 +84,35 @@ def load_definitions(
                 message = f"ignored until you trust {folder} (run `openvaala trust` there): {', '.join(refused)}"
                 errors = [*errors, ConfigError(path=scope.config_file, line=None, field=None, message=message)]
         found.add(definitions, errors)
-    return LoadedDefinitions(
-        definitions=merge_definitions(found.layers), errors=found.errors, sources=list(dict.fromkeys(found.sources))
+        if untrusted:
+            defined = {agent.name for layer in found.layers[:before] for agent in layer.agents}
+            found.layers[before:] = [trust.with_user_guards(layer, defined, guards) for layer in found.layers[before:]]
+        untrusted_agents |= {
+            agent.name: folder if untrusted else None for layer in found.layers[before:] for agent in layer.agents
+        }
+        if index == 0:
+            guards = trust.default_guards(merge_definitions(found.layers))
+    merged = merge_definitions(found.layers)
+    merged.agents = [
+        _confined(agent, merged, guards, untrusted_agents.get(agent.name), found) for agent in merged.agents
+    ]
+    return LoadedDefinitions(definitions=merged, errors=found.errors, sources=list(dict.fromkeys(found.sources)))
+
+
+def _confined(
+    agent: AgentDefinition, merged: Definitions, guards: trust.Guards, untrusted: Path | None, found: _Collector
+) -> AgentDefinition:
+    """An untrusted project's agent without the sub-agents it may not hand tasks to (reported)."""
+    refused = trust.confined_sub_agents(agent, merged.agents, guards) if untrusted is not None else []
+    if not refused:
+        return agent
+    assert untrusted is not None
+    message = (
+        f"sub-agents {', '.join(refused)} of agent {agent.name} ignored until you trust {untrusted}: an untrusted "
+        "project's agent hands tasks only to agents with your default agent's permissions and sandbox"
     )
+    found.errors.append(ConfigError(path=untrusted, line=None, field=None, message=message))
+    return attrs.evolve(agent, sub_agents=[name for name in agent.sub_agents or () if name not in refused])
 
 
 def _guarded(found: _Collector, directory: Path, load: Callable[[_Collector, Path], None]) -> None:
