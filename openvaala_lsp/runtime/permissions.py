@@ -105,7 +105,9 @@ def decide(
     if governing is not None:  # neither a rule's allow, a hook's nor a remembered answer lets it through
         if rule is PermissionDecision.DENY:
             return verdict(rule, f"{why}: {rule.value}")
-        return verdict(PermissionDecision.ASK, GOVERNING_WRITE.format(path=arguments.get("path")))
+        return verdict(
+            PermissionDecision.ASK, GOVERNING_WRITE.format(path=_named(arguments["path"], governing, context))
+        )
     if any(remembers(kept, tool, command, outside) for kept in remembered):
         planted = remembered_commands.planted_path(command, context.environment, context.roots) if command else None
         if planted is None:
@@ -143,6 +145,12 @@ def _rule(tool: str, agent: AgentDefinition | None) -> tuple[PermissionDecision 
     if rule is None and agent and agent.permissions and agent.permissions.default is not None:
         return agent.permissions.default, "the agent's default"
     return rule, f"the agent's rule for {tool}"
+
+
+def _named(path: str, real: str, context: ToolContext) -> str:
+    """`path` as the model gave it, and where it leads when that is elsewhere (a link)."""
+    spelled = os.path.normpath(os.path.join(context.directory, path))
+    return path if spelled == real else f"{path} (a link to {real})"
 
 
 def governing_write(tool: str, arguments: dict[str, Any], context: ToolContext) -> str | None:

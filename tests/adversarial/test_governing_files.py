@@ -265,7 +265,7 @@ async def test_a_link_to_what_governs_the_agent_asks_too_and_one_made_after_the_
     seen: set[str] = set()
     await session.submit("write")
     asked = await answer_next(trusted, session, "deny", seen)
-    assert "governs the agent" in asked["approval"]["reason"]
+    assert asked["approval"]["reason"].startswith(f"writes innocent (a link to {config.resolve()}), which governs")
     await session.turn_completed()
     # a link made by a call of the same answer, after the write was decided: the write is refused
     provider.enqueue(
@@ -317,12 +317,12 @@ async def test_with_the_workspace_at_home_the_users_configuration_is_out_of_reac
         )
         session = await Session.open(harness)
         await session.submit("loosen your rules")
-        asked = await answer_next(harness, session, "deny", set())  # only the project file asks
+        asked = await answer_next(harness, session, "allowOnce", set())  # only the project file asks
         assert asked["approval"]["paths"] == [".openvaala/config.toml"]
         await session.turn_completed()
         refused = [text_of(i) for i in await session.items() if i["type"] == "toolResult"][:2]
         assert all("protected" in text for text in refused), refused
         assert (config_dir / "config.toml").read_text() == before
-        assert not (user / ".openvaala" / "config.toml").exists()
+        assert (user / ".openvaala" / "config.toml").read_text() == HOOK  # approved: that one write
     finally:
         await harness.stop()
