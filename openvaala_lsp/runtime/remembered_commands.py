@@ -19,11 +19,13 @@ import shlex
 from collections.abc import Mapping, Sequence
 
 _CONTROL = re.compile(r"[;&|`$<>()\n\r]")  # chaining, substitution, redirection, subshells
-# git's diff options that write a file (`--output`), read any file (`--no-index`) or run the
+# git's options that walk into submodules, whose own config may name commands (git_guard keeps git out)
+_GIT_SUBMODULES = frozenset({"--ignore-submodules", "--submodule", "--recurse-submodules"})
+# and its diff options that write a file (`--output`), read any file (`--no-index`) or run the
 # configured external diff (`--ext-diff`)
-_GIT_DIFF_OPTIONS = frozenset({"--output", "--no-index", "--ext-diff"})
+_GIT_DIFF_OPTIONS = _GIT_SUBMODULES | {"--output", "--no-index", "--ext-diff"}
 EXTENDABLE: dict[tuple[str, ...], frozenset[str]] = {
-    ("git", "status"): frozenset(),
+    ("git", "status"): _GIT_SUBMODULES,
     ("git", "diff"): _GIT_DIFF_OPTIONS,
     ("git", "log"): _GIT_DIFF_OPTIONS,
     ("git", "show"): _GIT_DIFF_OPTIONS,
