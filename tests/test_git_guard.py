@@ -64,7 +64,7 @@ async def test_a_hostile_repository_runs_nothing_under_the_guard(tmp_path: Path,
     for mark in marks.iterdir():
         mark.unlink()
     (repository / "f.txt").write_text("b\n")  # the same size: status must read, and would filter, it
-    guarded = await guarded_environment(plain, str(repository))
+    guarded = await guarded_environment(plain, str(repository), "git status")
     assert "M f.txt" in git(repository, "status", "--short", env=guarded)
     diff = git(repository, "diff", env=guarded)
     git(repository, "log", "-p", "--textconv", env=guarded)
@@ -79,13 +79,13 @@ async def test_a_hostile_repository_runs_nothing_under_the_guard(tmp_path: Path,
 async def test_the_users_own_settings_stay_and_ours_come_after_them(tmp_path: Path) -> None:
     git(tmp_path, "init", "-q")
     given = {"PATH": os.environ["PATH"], "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "user.name"}
-    guarded = await guarded_environment({**given, "GIT_CONFIG_VALUE_0": "Ada"}, str(tmp_path))
+    guarded = await guarded_environment({**given, "GIT_CONFIG_VALUE_0": "Ada"}, str(tmp_path), "git config user.name")
     assert guarded["GIT_CONFIG_KEY_0"] == "user.name" and guarded["GIT_CONFIG_VALUE_0"] == "Ada"
     assert guarded["GIT_CONFIG_KEY_1"] == "core.fsmonitor" and int(guarded["GIT_CONFIG_COUNT"]) > 2
     assert git(tmp_path, "config", "user.name", env=guarded).strip() == "Ada"
     assert git(tmp_path, "config", "core.hooksPath", env=guarded).strip() == "/dev/null"
     # no git on PATH, or no repository: the fixed settings alone
-    bare = await guarded_environment({"PATH": str(tmp_path / "nothing")}, str(tmp_path))
+    bare = await guarded_environment({"PATH": str(tmp_path / "nothing")}, str(tmp_path), "git status")
     assert bare["GIT_CONFIG_KEY_0"] == "core.fsmonitor" and bare["GIT_PAGER"] == "cat"
 
 
@@ -106,7 +106,17 @@ async def test_a_submodule_is_not_walked_into(tmp_path: Path, marks: Path) -> No
     git(top / "sub", "config", "filter.evil.clean", f"touch {marks}/sub-clean; cat")
     (top / "sub" / ".gitattributes").write_text("*.txt filter=evil\n")
     (top / "sub" / "f.txt").write_text("b\n")
-    guarded = await guarded_environment(dict(os.environ), str(top))
+    guarded = await guarded_environment(dict(os.environ), str(top), "git status")
     git(top, "status", "--short", env=guarded)
     git(top, "diff", env=guarded)
     assert sorted(mark.name for mark in marks.iterdir()) == []
+
+
+async def test_a_command_without_git_gets_the_fixed_settings_alone(tmp_path: Path, marks: Path) -> None:
+    hostile(tmp_path, marks, "top")
+    guarded = await guarded_environment(dict(os.environ), str(tmp_path), "ls -la")
+    keys = {guarded[f"GIT_CONFIG_KEY_{index}"] for index in range(int(guarded["GIT_CONFIG_COUNT"]))}
+    assert "core.fsmonitor" in keys and "filter.evil.clean" not in keys
+    named = await guarded_environment(dict(os.environ), str(tmp_path), "make && /usr/bin/git diff")
+    keys = {named[f"GIT_CONFIG_KEY_{index}"] for index in range(int(named["GIT_CONFIG_COUNT"]))}
+    assert {"filter.evil.clean", "diff.evil.textconv", "diff.evil.command", "diff.external"} <= keys

@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import os
 import re
+import shlex
 import shutil
 from collections.abc import Mapping
 
@@ -58,10 +59,11 @@ _SUBMODULE = re.compile(r"^submodule\.(.+)\.(?:path|url|ignore)$")
 _READ_SECONDS = 10.0  # `git config` reads a few files; a safety bound, never a measurement
 
 
-async def guarded_environment(environment: Mapping[str, str], cwd: str) -> dict[str, str]:
-    """`environment` with git's command-running settings turned off for a git run in `cwd`."""
+async def guarded_environment(environment: Mapping[str, str], cwd: str, command: str) -> dict[str, str]:
+    """`environment` with git's command-running settings turned off for `command` run in `cwd` (the
+    repository's drivers are read only when the command names git)."""
     overrides = dict(FIXED)
-    for key in await _configured(environment, cwd):
+    for key in await _configured(environment, cwd) if _names_git(command) else ():
         if _FILTER.match(key) or _COMMAND.match(key):
             overrides[key] = ""
         elif _TEXTCONV.match(key):
@@ -75,6 +77,14 @@ async def guarded_environment(environment: Mapping[str, str], cwd: str) -> dict[
         guarded[f"GIT_CONFIG_VALUE_{index}"] = value
     guarded["GIT_CONFIG_COUNT"] = str(first + len(overrides))
     return guarded
+
+
+def _names_git(command: str) -> bool:
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    return any(word == "git" or word.endswith("/git") for word in words)
 
 
 def _count(environment: Mapping[str, str]) -> int:

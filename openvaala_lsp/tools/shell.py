@@ -103,7 +103,8 @@ class ShellTool(LocalTool):
     async def execute(self, arguments: dict[str, Any], context: ToolContext) -> ToolOutput:
         workdir = _working_directory(arguments.get("workdir"), context)
         if context.guard_git:  # the user did not see this call: git runs nothing its config names
-            context = attrs.evolve(context, environment=await guarded_environment(context.environment, workdir))
+            guarded = await guarded_environment(context.environment, workdir, arguments["command"])
+            context = attrs.evolve(context, environment=guarded)
         timeout_ms: int = arguments["timeout_ms"]
         argv = [SHELL, "-c", arguments["command"]]
         launch: Launch = start_process
