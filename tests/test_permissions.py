@@ -190,7 +190,7 @@ def test_a_remembered_command_asks_again_while_path_could_find_a_planted_program
     system.mkdir()
     (system / "git").write_text("#!/bin/sh\n")
     (system / "git").chmod(0o755)
-    rule = AlwaysAllowed(tool="shell", command_prefix="git status")
+    rule = AlwaysAllowed(tool="shell", command_prefix="git status", outside_sandbox=True)
     venv = str(workspace / ".venv" / "bin")
     for path, planted in [
         (f"{system}", None),
@@ -200,7 +200,9 @@ def test_a_remembered_command_asks_again_while_path_could_find_a_planted_program
         (f":{system}", "."),
     ]:
         context = ToolContext(directory=str(workspace), roots=[str(workspace)], environment={"PATH": path})
-        verdict = decide("shell", shell("git status"), agent(shell=ASK), [rule], context, USABLE)
+        verdict = decide("shell", shell("git status", outside_sandbox=True), agent(shell=ASK), [rule], context, USABLE)
+        inside = decide("shell", shell("git status"), agent(shell=ASK), [rule], context, USABLE)
+        assert inside.decision is ALLOW  # in the sandbox a planted program can do no more than the agent
         if planted is None:
             assert verdict.decision is ALLOW, path
         else:

@@ -78,9 +78,9 @@ def decide(
     hook: HookPermission | None = None,
 ) -> Verdict:
     """In order: a hook that asks; a write to what governs the agent (asks, or a deny rule refuses);
-    a remembered `allowAlways` (unless PATH could find a program the agent planted); the agent's rule
-    for the tool, then its default (a hook's allow skips their asking, never their deny); a hook that
-    allows; the defaults."""
+    a remembered `allowAlways` (unless, for a command run unsandboxed, PATH could find a program the
+    agent planted); the agent's rule for the tool, then its default (a hook's allow skips their
+    asking, never their deny); a hook that allows; the defaults."""
     policy = sandbox_policy(agent.sandbox if agent else None, context)
     outside = tool == SHELL and arguments.get("outside_sandbox") is True
     command = arguments.get("command") if tool == SHELL and isinstance(arguments.get("command"), str) else None
@@ -109,7 +109,9 @@ def decide(
             PermissionDecision.ASK, GOVERNING_WRITE.format(path=_named(arguments["path"], governing, context))
         )
     if any(remembers(kept, tool, command, outside) for kept in remembered):
-        planted = remembered_commands.planted_path(command, context.environment, context.roots) if command else None
+        planted = None
+        if command is not None and runs_in is None:  # a program the agent put on PATH matters unsandboxed
+            planted = remembered_commands.planted_path(command, context.environment, context.roots)
         if planted is None:
             return verdict(PermissionDecision.ALLOW, "allowed for the rest of the conversation", kept=True)
         return verdict(
