@@ -14,15 +14,11 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "runtime"))
-
 from fake_provider import ChatStream, FakeProviderServer
 from harness import Harness
 from turn_helpers import API_KEY, Session, definitions, text_of

@@ -5,15 +5,11 @@ One function per limit."""
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "runtime"))
-
 from fake_provider import ChatStream, FakeProviderServer
 from harness import Harness, ResponseError
 from turn_helpers import API_KEY, Session, definitions, text_of

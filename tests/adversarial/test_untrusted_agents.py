@@ -12,15 +12,11 @@ at once with a reason the model reads, and nothing runs.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "runtime"))
-
 from fake_provider import ChatStream, FakeProviderServer
 from harness import Harness
 from turn_helpers import API_KEY, Session, text_of, write_user_config
