@@ -204,16 +204,50 @@ def plan(policy: SandboxPolicy, cwd: str) -> Plan:
     return _plan(policy, cwd, state())
 
 
+class SetupFailed(Exception):
+    """bubblewrap could not make the sandbox, so the command never ran: what the plan masks changed
+    between the plan and the mounts (a socket went away). A new plan is worth a try."""
+
+
+SETUP_ATTEMPTS = 3  # for one command, before bubblewrap's own error is what it reports
+BWRAP_FAILED = 1  # bubblewrap's exit code when it gives up (a killed one is never retried)
+
+
 @contextlib.asynccontextmanager
 async def start(
     policy: SandboxPolicy, argv: Sequence[str], *, cwd: str, env: Mapping[str, str], output: int
 ) -> AsyncIterator[Started]:
-    """`process.Launch` in a sandbox of its own: bubblewrap as the child."""
+    """`process.Launch` in a sandbox of its own: bubblewrap as the child. SetupFailed (once the
+    caller is done with it) if bubblewrap failed before the command could start: bubblewrap reports
+    a command's exit on its status fd only if the command was started."""
     planned = plan(policy, cwd)
-    with MOUNT_POINTS.held(planned.made), filter_fds() as (fds, args):
-        command = [planned.args[0], *args, *planned.args[1:], "--chdir", cwd, "--", *planned.prefix, *argv]
-        async with start_process(command, cwd=cwd, env=env, output=output, pass_fds=fds) as process:
-            yield process
+    status, status_write = os.pipe()
+    try:
+        with MOUNT_POINTS.held(planned.made), filter_fds() as (fds, args):
+            command = [planned.args[0], *args, "--json-status-fd", str(status_write), *planned.args[1:]]
+            command += ["--chdir", cwd, "--", *planned.prefix, *argv]
+            async with start_process(
+                command, cwd=cwd, env=env, output=output, pass_fds=(*fds, status_write)
+            ) as process:
+                os.close(status_write)
+                status_write = -1
+                yield process
+        if process.returncode == BWRAP_FAILED and not _started(status):
+            raise SetupFailed(f"bubblewrap exited with {process.returncode} before the command started")
+    finally:
+        os.close(status)
+        if status_write >= 0:
+            os.close(status_write)
+
+
+def _started(status: int) -> bool:
+    """Whether bubblewrap's status (it has exited: the pipe is at its end) says the command ran."""
+    os.set_blocking(status, False)
+    said = b""
+    with contextlib.suppress(BlockingIOError):
+        while chunk := os.read(status, 4096):
+            said += chunk
+    return b'"exit-code"' in said
 
 
 def _plan(policy: SandboxPolicy, cwd: str, features: SandboxState) -> Plan:

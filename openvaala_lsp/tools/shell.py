@@ -112,17 +112,22 @@ class ShellTool(LocalTool):
             launch = functools.partial(context.warm.launch, context.sandbox)
         elif context.sandbox is not None:
             launch = functools.partial(sandbox.start, context.sandbox)
-        try:
-            result = await run_process_group(
-                argv,
-                cwd=workdir,
-                env=context.environment,
-                time_limit=timeout_ms / 1000,
-                read_limit=self.read_limit,
-                launch=launch,
-            )
-        except OSError as error:
-            raise ToolFailure(f"could not start {SHELL}: {error.strerror or error}") from error
+        for attempt in range(1, sandbox.SETUP_ATTEMPTS + 1):
+            try:
+                result = await run_process_group(
+                    argv,
+                    cwd=workdir,
+                    env=context.environment,
+                    time_limit=timeout_ms / 1000,
+                    read_limit=self.read_limit,
+                    launch=launch,
+                )
+                break
+            except sandbox.SetupFailed as error:  # nothing ran: a new plan may find the machine settled
+                if attempt == sandbox.SETUP_ATTEMPTS:
+                    raise ToolFailure(f"the sandbox could not start ({error}); the command did not run") from error
+            except OSError as error:
+                raise ToolFailure(f"could not start {SHELL}: {error.strerror or error}") from error
         text = result.output.render(self.max_output)
         if text and not text.endswith("\n"):
             text += "\n"
