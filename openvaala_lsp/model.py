@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+import json
 import os
 import time
 from typing import Any, Generic, TypeVar
@@ -287,6 +288,30 @@ class Item(FieldRepr):
     # opaque data a provider needs back in the next request (signed thinking, encrypted reasoning)
     provider_data: list[dict[str, Any]] | None = None
     compaction: Compaction | None = None  # on `compaction` items
+
+
+ITEM_ALLOWANCE = 2048  # ids, times, kinds and the keys around them, with room to spare
+
+
+def encoded_size(item: Item) -> int:
+    """At least the bytes of `item` as JSON (on the wire or in a row): its long strings measured as
+    JSON escapes them, the rest an allowance. What keeps a page or a snapshot under the message limit."""
+    size = ITEM_ALLOWANCE
+    for part in item.content or ():
+        # base64 is ASCII without a character JSON escapes: its length (`isascii` costs nothing)
+        data = len(part.data) + 2 if part.data and part.data.isascii() else _json_size(part.data)
+        size += 64 + _json_size(part.text) + data
+    if (call := item.tool_call) is not None:
+        size += _json_size(call.arguments) + _json_size(call.name) + _json_size(call.call_id)
+    if item.provider_data:
+        size += len(json.dumps(item.provider_data, default=str))
+    if item.compaction is not None:
+        size += sum(_json_size(pruned) + 1 for pruned in item.compaction.pruned_item_ids)
+    return size
+
+
+def _json_size(text: str | None) -> int:
+    return 0 if text is None else len(json.dumps(text))
 
 
 @attrs.define(kw_only=True)

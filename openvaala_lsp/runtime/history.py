@@ -82,6 +82,7 @@ class History:
             cursor=params.cursor,
             limit=params.limit or api.DEFAULT_LIMIT,
             order=params.order,
+            max_bytes=self.state.answer_bytes(),  # a page of screenshots ends early: one message
         )
 
     async def get_session_context_usage(

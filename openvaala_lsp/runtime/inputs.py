@@ -14,6 +14,7 @@ from openvaala_lsp.model import (
     ItemStatus,
     ItemType,
     PendingInput,
+    encoded_size,
     new_id,
     utcnow,
 )
@@ -58,6 +59,9 @@ class Inputs:
             content=params.content,
             from_=params.from_ or Address(kind=AddressKind.USER),
         )
+        if (size := encoded_size(item)) > self.state.answer_bytes():  # it could never be sent back
+            room = self.state.answer_bytes()
+            raise InvalidParams(f"content of about {size} bytes leaves no room in a message of {room} @ $.content")
         if params.input_id:
             queue.input_ids[params.input_id] = item.id  # before any await: the key is taken now
         await runner.add_input(PendingInput(item=item, mode=params.mode, input_id=params.input_id))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
+from openvaala_lsp import framing
 from openvaala_lsp.definitions import Definitions, ModelDefinition
 from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import (
@@ -53,6 +54,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
+# what an answer's envelope around its items (or a snapshot's entries) may take: the JSON-RPC frame,
+# keys and cursors; each item's own allowance is in `model.encoded_size`
+ENVELOPE_BYTES = 64 * 1024
 UNSAVED_IDLE_TIMEOUT = 30 * 60.0  # seconds an ephemeral conversation lives with no subscriber
 
 
@@ -65,6 +69,8 @@ class Lifecycle(enum.Enum):
 @attrs.define(kw_only=True)
 class RuntimeOptions(FieldRepr):
     max_image_bytes: int = MAX_IMAGE_BYTES
+    # the largest message either side sends (OPENVAALA_MAX_MESSAGE_BYTES): pages and snapshots stay under it
+    max_message_bytes: int = attrs.Factory(framing.max_message_bytes)
     config_dir: Path | None = None  # where the user's configuration lives (default: paths.config_dir())
     watch_interval: float = 1.0  # seconds between looks at the configuration files
     # seconds an ephemeral conversation lives with no subscriber and no turn (the seed's
@@ -94,6 +100,10 @@ class RuntimeState:
         # read-modify-write of one conversation's record is serialised so no update is lost
         self.record_locks: dict[ConversationId, asyncio.Lock] = collections.defaultdict(asyncio.Lock)
         self._reaper: asyncio.Task[None] | None = None
+
+    def answer_bytes(self) -> int:
+        """What the items of one answer (a page, a snapshot) may take, so that it stays one message."""
+        return self.options.max_message_bytes - ENVELOPE_BYTES
 
     def ensure_running(self) -> None:
         if self.lifecycle is not Lifecycle.RUNNING:

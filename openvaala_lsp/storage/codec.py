@@ -7,6 +7,8 @@ JSON (its shape varies by type) next to the few columns the store filters on.
 from __future__ import annotations
 
 import datetime as dt
+import json
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -35,6 +37,7 @@ from openvaala_lsp.model import (
     Turn,
     TurnStatus,
 )
+from openvaala_lsp.storage import blobs
 
 Row = tuple[Any, ...]
 
@@ -60,6 +63,69 @@ def item_to_json(item: Item) -> str:
 
 def item_from_json(text: str) -> Item:
     return _payload.loads(text, Item)
+
+
+# An item whose content has big parts (images, texts past `blobs.INLINE_TEXT`) is stored with each
+# such part as a reference to its file: `{"type": "image", "mime_type": "image/png", "blob":
+# "<sha256>", "bytes": 5242880}` (see `blobs.py`).
+Blob = tuple[str, bytes]  # (sha256, data)
+Loader = Callable[[str], str | None]  # the data of a blob, None when its file is gone
+_REFERENCE = '"blob": "'  # only a reference's key is written with unescaped quotes
+
+
+def has_big_parts(item: Item) -> bool:
+    return any(
+        (part.type == "image" and part.data) or (part.text is not None and len(part.text) > blobs.INLINE_TEXT)
+        for part in item.content or ()
+    )
+
+
+def unstructured(item: Item) -> dict[str, Any]:
+    """The item as plain values, taken now (strings are immutable: `seal` may run in another thread)."""
+    value: dict[str, Any] = _payload.unstructure(item)
+    return value
+
+
+def seal(value: dict[str, Any]) -> tuple[str, list[Blob]]:
+    """The payload JSON of an unstructured item, its big parts replaced by references, and those
+    parts' data by address. Hashes every big part: run off the event loop when there are any."""
+    found: list[Blob] = []
+    for part in value.get("content") or ():
+        key = "data" if part.get("type") == "image" else "text"
+        data = part.get(key)
+        if not data or (key == "text" and len(data) <= blobs.INLINE_TEXT):
+            continue
+        encoded = data.encode()
+        sha256 = blobs.address(encoded)
+        del part[key]
+        part["blob"], part["bytes"] = sha256, len(encoded)
+        found.append((sha256, encoded))
+    return json.dumps(value), found
+
+
+def unseal(text: str, load: Loader) -> Item:
+    """The item of a payload, its references replaced by their data (a part whose file is gone
+    becomes a text saying so)."""
+    if _REFERENCE not in text:
+        return item_from_json(text)
+    value = json.loads(text)
+    for index, part in enumerate(value.get("content") or ()):
+        sha256 = part.pop("blob", None)
+        if sha256 is None:
+            continue
+        part.pop("bytes", None)
+        data = load(sha256)
+        if data is None:
+            missing = f"[{part.get('type', 'content')} unavailable: its file {sha256} is missing]"
+            value["content"][index] = {"type": "text", "text": missing}
+        else:
+            part["data" if part.get("type") == "image" else "text"] = data
+    item: Item = _payload.structure(value, Item)
+    return item
+
+
+def blob_ref_rows(item: Item, found: list[Blob]) -> list[Row]:
+    return [(item.conversation_id, item.id, sha256, len(data)) for sha256, data in found]
 
 
 USAGE_COLUMNS = (
@@ -266,13 +332,15 @@ PENDING_COLUMNS = ("item_id", "conversation_id", "mode", "input_id", "turn_id", 
 PENDING_SELECT = "mode, input_id, turn_id, payload"
 
 
-def pending_row(p: PendingInput) -> Row:
-    return (p.item.id, p.item.conversation_id, p.mode.value, p.input_id, p.turn_id, item_to_json(p.item))
+def pending_row(p: PendingInput, payload: str | None = None) -> Row:
+    """`payload`: the item's sealed JSON, when it has big parts."""
+    json_text = item_to_json(p.item) if payload is None else payload
+    return (p.item.id, p.item.conversation_id, p.mode.value, p.input_id, p.turn_id, json_text)
 
 
-def pending_from_row(row: Row) -> PendingInput:
+def pending_from_row(row: Row, load: Loader) -> PendingInput:
     mode, input_id, turn_id, payload = row
-    return PendingInput(item=item_from_json(payload), mode=SessionInputMode(mode), input_id=input_id, turn_id=turn_id)
+    return PendingInput(item=unseal(payload, load), mode=SessionInputMode(mode), input_id=input_id, turn_id=turn_id)
 
 
 # Items: the append-only log. `payload` is the whole item; the other columns serve filters and SQL.
@@ -291,7 +359,8 @@ ITEM_COLUMNS = (
 ITEM_SELECT = "ordinal, payload"
 
 
-def item_row(item: Item, ordinal: Ordinal, input_id: str | None) -> Row:
+def item_row(item: Item, ordinal: Ordinal, input_id: str | None, payload: str | None = None) -> Row:
+    """`payload`: the item's sealed JSON, when it has big parts."""
     return (
         item.conversation_id,
         ordinal,
@@ -302,13 +371,13 @@ def item_row(item: Item, ordinal: Ordinal, input_id: str | None) -> Row:
         item.status.value,
         as_utc(item.created_at),
         input_id,
-        item_to_json(item),
+        item_to_json(item) if payload is None else payload,
     )
 
 
-def logged_item_from_row(row: Row) -> LoggedItem:
+def logged_item_from_row(row: Row, load: Loader) -> LoggedItem:
     ordinal, payload = row
-    return LoggedItem(ordinal=ordinal, item=item_from_json(payload))
+    return LoggedItem(ordinal=ordinal, item=unseal(payload, load))
 
 
 # Model calls: typed columns only, one per field of ModelCall and TokenUsage. `seq` (append order)
@@ -427,3 +496,4 @@ SESSIONS = Table("sessions", "id", SESSION_COLUMNS, whole=True)
 TURNS = Table("turns", "id", TURN_COLUMNS, whole=True)
 PENDING_INPUTS = Table("pending_inputs", "item_id", PENDING_COLUMNS)
 ACTIVITY_COLUMNS = ("id", "last_activity_at")
+BLOB_REF_COLUMNS = ("conversation_id", "item_id", "sha256", "bytes")

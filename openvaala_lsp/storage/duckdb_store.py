@@ -34,9 +34,10 @@ from openvaala_lsp.model import (
     Turn,
     TurnId,
 )
-from openvaala_lsp.storage import early, export, queries
+from openvaala_lsp.storage import blobs, codec, early, export, queries
 from openvaala_lsp.storage.codec import (
     ACTIVITY_COLUMNS,
+    BLOB_REF_COLUMNS,
     CONVERSATIONS,
     ITEM_COLUMNS,
     MODEL_CALL_COLUMNS,
@@ -66,7 +67,7 @@ from openvaala_lsp.storage.interfaces import ExportOutcome, ExportRequest, SqlRe
 from openvaala_lsp.storage.journal import Journal
 from openvaala_lsp.storage.opening import connect_file
 from openvaala_lsp.storage.sql import QueryJob, stop
-from openvaala_lsp.storage.writer import Append, BatchWriter, Delete, Op, Put, Run, Update
+from openvaala_lsp.storage.writer import Append, BatchWriter, Delete, Files, Op, Put, Run, Update
 
 __all__ = ["DuckDBStorage", "InvalidCursor", "StorageClosedError", "StorageError", "StorageLockedError"]
 
@@ -95,7 +96,9 @@ class DuckDBStorage:
         self.path = path
         self._path_key = path
         self._con = con
-        self._writer = BatchWriter(writer_cursor, flush_interval, journal)
+        # a database in memory keeps no files: its big parts stay in its rows
+        self._blobs = None if path == ":memory:" else blobs.BlobStore(blobs.directory_of(path))
+        self._writer = BatchWriter(writer_cursor, flush_interval, journal, self._blobs)
         self._reader_cursor = reader_cursor
         self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="openvaala-storage-reader")
         self._query_pool = ThreadPoolExecutor(max_workers=QUERY_THREADS, thread_name_prefix="openvaala-storage-query")
@@ -278,11 +281,14 @@ class DuckDBStorage:
         await self._write([Update(CONVERSATIONS, ACTIVITY_COLUMNS, (conversation_id, as_utc(at)))], durable=False)
 
     async def delete_conversation(self, conversation_id: ConversationId) -> bool:
-        existed: bool = await self._write(
+        existed, files = await self._write(
             [Run(lambda cur: queries.delete_conversation(cur, conversation_id))], durable=True
         )
         self._ordinals.pop(conversation_id, None)
-        return existed
+        if files and self._blobs is not None:  # once the delete is committed: files go only after their rows
+            store = self._blobs
+            await self._write([Run(lambda cur: store.collect(cur, files))], durable=False)
+        return bool(existed)
 
     async def list_conversations(
         self,
@@ -345,7 +351,10 @@ class DuckDBStorage:
         return turns
 
     async def save_pending_input(self, pending: PendingInput, *, new: bool = False, durable: bool = True) -> None:
-        await self._write([Put(PENDING_INPUTS, pending_row(pending), new=new)], durable=durable)
+        self._check_open()
+        [(payload, found)] = self._sealed([pending.item])  # on the loop, as `append_item`'s
+        put = Put(PENDING_INPUTS, pending_row(pending, payload), new=new)
+        await self._write(self._with_files([put], [(pending.item, found)]), durable=durable)
 
     async def remove_pending_input(
         self, conversation_id: ConversationId, item_id: ItemId, *, durable: bool = True
@@ -353,7 +362,7 @@ class DuckDBStorage:
         await self._write([Delete(PENDING_INPUTS, item_id)], durable=durable)
 
     async def list_pending_inputs(self, conversation_id: ConversationId) -> list[PendingInput]:
-        return await self._read(lambda cur: queries.list_pending_inputs(cur, conversation_id))
+        return await self._read(lambda cur: queries.list_pending_inputs(cur, conversation_id, self._load))
 
     async def find_input(self, conversation_id: ConversationId, input_id: str) -> ItemId | None:
         return await self._read(lambda cur: queries.find_input(cur, conversation_id, input_id))
@@ -362,11 +371,15 @@ class DuckDBStorage:
 
     async def append_item(self, item: Item, *, input_id: str | None = None, durable: bool = False) -> Ordinal:
         self._check_open()
-        # the row is encoded now: the caller may mutate `item` after the call returns
         if item.conversation_id not in self._ordinals:
             await self._load_last_ordinal(item.conversation_id)
+        # the row is encoded now: the caller may mutate `item` after the call returns. Its big parts
+        # are hashed here, on the loop (~4 ms a screenshot), not in a thread: a write queued meanwhile
+        # would overtake this one
+        [(payload, found)] = self._sealed([item])
         ordinal = self._take_ordinal(item.conversation_id)
-        await self._write([Append("items", ITEM_COLUMNS, [item_row(item, ordinal, input_id)])], durable=durable)
+        row = item_row(item, ordinal, input_id, payload)
+        await self._write(self._with_files([Append("items", ITEM_COLUMNS, [row])], [(item, found)]), durable=durable)
         return ordinal
 
     async def list_items(
@@ -377,6 +390,7 @@ class DuckDBStorage:
         cursor: Ordinal | None,
         limit: int,
         order: Order,
+        max_bytes: int | None = None,
     ) -> Page[LoggedItem, int]:
         last = await self._load_last_ordinal(conversation_id)
         return await self._read(
@@ -388,11 +402,17 @@ class DuckDBStorage:
                 limit=limit,
                 order=order,
                 last_ordinal=last,
+                load=self._load,
+                max_bytes=max_bytes,
             )
         )
 
     async def get_items(self, conversation_id: ConversationId, item_ids: list[ItemId]) -> list[LoggedItem]:
-        return await self._read(lambda cur: queries.get_items(cur, conversation_id, list(item_ids)))
+        return await self._read(lambda cur: queries.get_items(cur, conversation_id, list(item_ids), self._load))
+
+    def _load(self, sha256: str) -> str | None:
+        """The data of a big part (on the reader thread)."""
+        return None if self._blobs is None else self._blobs.read(sha256)
 
     async def last_ordinal(self, conversation_id: ConversationId) -> Ordinal:
         self._check_open()
@@ -439,21 +459,47 @@ class DuckDBStorage:
         for conversation_id in dict.fromkeys(item.conversation_id for item in item_list):
             if conversation_id not in self._ordinals:
                 await self._load_last_ordinal(conversation_id)
+        # an import's items are new: hashing them in a thread lets nothing else overtake them that matters
+        values = [codec.unstructured(item) if codec.has_big_parts(item) else None for item in item_list]
+        sealed = await asyncio.to_thread(self._seal_values, values) if any(values) else [(None, [])] * len(values)
         ids = input_ids or {}
         ordinals: list[Ordinal] = []
         item_rows: list[Row] = []
-        for item in item_list:  # no await from here on: the reserved ordinals are queued in order
-            ordinal = self._take_ordinal(item.conversation_id)
+        for item, (payload, _) in zip(item_list, sealed, strict=True):  # no await from here on: the
+            ordinal = self._take_ordinal(item.conversation_id)  # reserved ordinals are queued in order
             ordinals.append(ordinal)
-            item_rows.append(item_row(item, ordinal, ids.get(item.id)))
+            item_rows.append(item_row(item, ordinal, ids.get(item.id), payload))
         ops: list[Op] = [Put(CONVERSATIONS, conversation_row(c)) for c in conversations]
         ops += [Put(SESSIONS, session_row(s)) for s in sessions]
         ops += [Put(TURNS, turn_row(t)) for t in turns]
         ops += [Update(CONVERSATIONS, ACTIVITY_COLUMNS, (cid, as_utc(at))) for cid, at in (activity or {}).items()]
         ops.append(Append("items", ITEM_COLUMNS, item_rows))
         ops.append(Append("model_calls", MODEL_CALL_COLUMNS, [model_call_row(m) for m in model_calls]))
-        await self._write(ops, durable=True)
+        found = [(item, blobs_of) for item, (_, blobs_of) in zip(item_list, sealed, strict=True)]
+        await self._write(self._with_files(ops, found), durable=True)
         return ordinals
+
+    # Big parts (images, long texts): files beside the database, see `blobs.py`
+
+    def _sealed(self, items: list[Item]) -> list[tuple[str | None, list[codec.Blob]]]:
+        """Each item's payload with its big parts as references, and their data; (None, []) for an
+        item without any (its payload is encoded as always) and in a database in memory."""
+        values = [codec.unstructured(item) if codec.has_big_parts(item) else None for item in items]
+        return self._seal_values(values)
+
+    def _seal_values(self, values: list[dict[str, Any] | None]) -> list[tuple[str | None, list[codec.Blob]]]:
+        if self._blobs is None:
+            return [(None, [])] * len(values)
+        return [(None, []) if value is None else codec.seal(value) for value in values]
+
+    @staticmethod
+    def _with_files(ops: list[Op], found: list[tuple[Item, list[codec.Blob]]]) -> list[Op]:
+        """`ops` with the files their items reference (written first) and the rows naming them."""
+        refs = [row for item, blobs_of in found for row in codec.blob_ref_rows(item, blobs_of)]
+        if not refs:
+            return ops
+        files = [blob for _, blobs_of in found for blob in blobs_of]
+        return [Files(files), *ops, Append("blob_refs", BLOB_REF_COLUMNS, refs)]
 
 
 async def _wait(future: Future[T]) -> T:

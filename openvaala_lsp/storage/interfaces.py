@@ -153,7 +153,10 @@ class LogStorage(Protocol):
         cursor: Ordinal | None,
         limit: int,
         order: Order,
-    ) -> Page[LoggedItem, int]: ...
+        max_bytes: int | None = None,
+    ) -> Page[LoggedItem, int]:
+        """`max_bytes`: the page stops before the item that would take it past this size as JSON
+        (`model.encoded_size`); it holds one item at least."""
 
     async def get_items(self, conversation_id: ConversationId, item_ids: list[ItemId]) -> list[LoggedItem]: ...
 

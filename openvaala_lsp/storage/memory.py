@@ -27,6 +27,7 @@ from openvaala_lsp.model import (
     Turn,
     TurnId,
     TurnStatus,
+    encoded_size,
 )
 from openvaala_lsp.storage import cursors
 
@@ -191,6 +192,7 @@ class MemoryStorage:
         cursor: Ordinal | None,
         limit: int,
         order: Order,
+        max_bytes: int | None = None,
     ) -> Page[LoggedItem, int]:
         log = self._log(conversation_id)
         logged = [li for li in (log.items if log else []) if session_id in (None, li.item.session_id)]
@@ -198,8 +200,16 @@ class MemoryStorage:
             logged = [li for li in reversed(logged) if cursor is None or li.ordinal < cursor]
         else:
             logged = [li for li in logged if cursor is None or li.ordinal > cursor]
-        page = [copy.deepcopy(li) for li in logged[:limit]]
-        return Page(items=page, next_cursor=page[-1].ordinal if len(logged) > limit else None)
+        more = len(logged) > limit
+        page: list[LoggedItem] = []
+        size = 0
+        for li in logged[:limit]:
+            size += encoded_size(li.item) if max_bytes is not None else 0
+            if max_bytes is not None and size > max_bytes and page:
+                more = True
+                break
+            page.append(copy.deepcopy(li))
+        return Page(items=page, next_cursor=page[-1].ordinal if more else None)
 
     async def get_items(self, conversation_id: ConversationId, item_ids: list[ItemId]) -> list[LoggedItem]:
         log = self._log(conversation_id)

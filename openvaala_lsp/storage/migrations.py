@@ -487,7 +487,36 @@ CREATE TABLE storage_journal (id VARCHAR NOT NULL, seq BIGINT NOT NULL);
 INSERT INTO storage_journal VALUES (gen_random_uuid()::VARCHAR, 0);
 """
 
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, V1), (2, V2), (3, V3), (4, V4), (5, V5), (6, V6))
+# Images and long texts in files beside the database (`blobs.py`): which conversation, and which of
+# its items (or pending inputs), references which file; a file goes with the last row naming it.
+V7 = f"""
+CREATE TABLE blob_refs (
+  conversation_id VARCHAR NOT NULL,
+  item_id VARCHAR NOT NULL,
+  sha256 VARCHAR NOT NULL,
+  bytes BIGINT NOT NULL
+);
+COMMENT ON TABLE blob_refs IS {
+    _quote(
+        "the images and long texts kept in files beside the database, in the directory <database>.blobs "
+        "(e.g. ~/.local/share/openvaala/openvaala.duckdb.blobs/), each named by the sha256 of its data; "
+        "one row per conversation, item and file"
+    )
+};
+COMMENT ON COLUMN blob_refs.item_id IS 'the item (or pending input) whose content holds the file';
+COMMENT ON COLUMN blob_refs.sha256 IS 'the name of the file: the sha256 of its data';
+COMMENT ON COLUMN blob_refs.bytes IS 'the size of the data: the base64 text of an image, or the UTF-8 of a text';
+COMMENT ON COLUMN items.payload IS {
+    _quote(
+        "the whole item as JSON; an image (and a text of more than 65,536 characters) stands as "
+        '{"type": "image", "mime_type": ..., "blob": <sha256>, "bytes": <size>}, its data in the file '
+        "<database>.blobs/<sha256> (see blob_refs)"
+    )
+};
+COMMENT ON COLUMN pending_inputs.payload IS 'the input as an item, as in items.payload';
+"""
+
+MIGRATIONS: tuple[tuple[int, str], ...] = ((1, V1), (2, V2), (3, V3), (4, V4), (5, V5), (6, V6), (7, V7))
 LATEST_VERSION = MIGRATIONS[-1][0]
 
 

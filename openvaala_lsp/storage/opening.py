@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from openvaala_lsp.storage import journal, template
+from openvaala_lsp.storage import blobs, journal, template
 from openvaala_lsp.storage.engine import duckdb
 from openvaala_lsp.storage.errors import StorageLockedError
 from openvaala_lsp.storage.migrations import migrate
@@ -52,7 +52,10 @@ def connect_file(path: str) -> Connections:
         if copied:
             con.execute("UPDATE schema_version SET applied_at = now() WHERE applied_at IS NULL")
             con.execute("UPDATE storage_journal SET id = gen_random_uuid()::VARCHAR")  # its own, not the template's
-        opened = None if path == ":memory:" else open_journal(con, path)
+        opened = None
+        if path != ":memory:":
+            opened = open_journal(con, path)
+            blobs.BlobStore(blobs.directory_of(path)).sweep(con)
         # both cursors are made here: creating one from another thread would overlap calls on `con`
         return con, con.cursor(), con.cursor(), opened
     except BaseException:

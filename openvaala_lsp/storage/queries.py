@@ -24,6 +24,7 @@ from openvaala_lsp.model import (
     SessionId,
     Turn,
     TurnId,
+    encoded_size,
 )
 from openvaala_lsp.storage import cursors
 from openvaala_lsp.storage.codec import (
@@ -33,6 +34,7 @@ from openvaala_lsp.storage.codec import (
     PENDING_SELECT,
     SESSION_SELECT,
     TURN_SELECT,
+    Loader,
     Row,
     conversation_entry_from_row,
     logged_item_from_row,
@@ -205,11 +207,11 @@ def interrupt_running_turns(cur: Cursor, ended_at: dt.datetime) -> list[Turn]:
 # Pending inputs
 
 
-def list_pending_inputs(cur: Cursor, conversation_id: ConversationId) -> list[PendingInput]:
+def list_pending_inputs(cur: Cursor, conversation_id: ConversationId, load: Loader) -> list[PendingInput]:
     rows = cur.execute(
         f"SELECT {PENDING_SELECT} FROM pending_inputs WHERE conversation_id = ? ORDER BY seq", [conversation_id]
     ).fetchall()
-    return [pending_from_row(row) for row in rows]
+    return [pending_from_row(row, load) for row in rows]
 
 
 def find_input(cur: Cursor, conversation_id: ConversationId, input_id: str) -> ItemId | None:
@@ -240,11 +242,16 @@ def list_items(
     limit: int,
     order: Order,
     last_ordinal: Ordinal,
+    load: Loader,
+    max_bytes: int | None = None,
 ) -> Page[LoggedItem, int]:
     """Ordinals are dense, so the page is first looked for in the window of the next `limit + 1`
     ordinals: zone maps then skip almost every block (about 1 ms instead of 15 ms at the end of 100k
     items). The window is exact when it holds a full page or reaches the end of the log; otherwise
-    (a session filter, or a gap left by a failed write) the query runs again without it."""
+    (a session filter, or a gap left by a failed write) the query runs again without it.
+
+    `max_bytes`: the page ends before the item that would take its JSON past it (`encoded_size`),
+    but holds one item at least; its images are read from their files only up to there."""
     desc = order is Order.DESC
     where, params = _item_filter(conversation_id, session_id)
     if cursor is not None:
@@ -260,14 +267,21 @@ def list_items(
     rows = cur.execute(sql.format(f"AND {window[0]}"), [*params, window[1], limit + 1]).fetchall()
     if len(rows) <= limit and not window[2]:
         rows = cur.execute(sql.format(""), [*params, limit + 1]).fetchall()
-    next_cursor = None
-    if len(rows) > limit:
-        rows = rows[:limit]
-        next_cursor = rows[-1][0]
-    return Page(items=[logged_item_from_row(row) for row in rows], next_cursor=next_cursor)
+    more = len(rows) > limit
+    items: list[LoggedItem] = []
+    size = 0
+    for row in rows[:limit]:
+        logged = logged_item_from_row(row, load)
+        if max_bytes is not None:
+            size += encoded_size(logged.item)
+            if size > max_bytes and items:
+                more = True
+                break
+        items.append(logged)
+    return Page(items=items, next_cursor=items[-1].ordinal if more else None)
 
 
-def get_items(cur: Cursor, conversation_id: ConversationId, item_ids: list[ItemId]) -> list[LoggedItem]:
+def get_items(cur: Cursor, conversation_id: ConversationId, item_ids: list[ItemId], load: Loader) -> list[LoggedItem]:
     """In the order of `item_ids`; unknown ids are skipped."""
     if not item_ids:
         return []
@@ -276,7 +290,7 @@ def get_items(cur: Cursor, conversation_id: ConversationId, item_ids: list[ItemI
         [conversation_id, item_ids],
     ).fetchall()
     found = {row[0]: row[1:] for row in rows}
-    return [logged_item_from_row(found[iid]) for iid in item_ids if iid in found]
+    return [logged_item_from_row(found[iid], load) for iid in item_ids if iid in found]
 
 
 def max_ordinal(cur: Cursor, conversation_id: ConversationId) -> Ordinal:
@@ -306,8 +320,12 @@ def list_model_calls(cur: Cursor, conversation_id: ConversationId, session_id: S
     return [model_call_from_row(row) for row in rows]
 
 
-def delete_conversation(cur: Cursor, conversation_id: ConversationId) -> bool:
-    """A write: run by the writer inside its transaction. False if the conversation did not exist."""
+def delete_conversation(cur: Cursor, conversation_id: ConversationId) -> tuple[bool, list[str]]:
+    """A write: run by the writer inside its transaction. Whether the conversation existed, and the
+    files it referenced (each goes once no other conversation references it: `BlobStore.collect`)."""
     for table in ("sessions", "turns", "pending_inputs", "items", "model_calls"):
         cur.execute(f"DELETE FROM {table} WHERE conversation_id = ?", [conversation_id])
-    return bool(cur.execute("DELETE FROM conversations WHERE id = ? RETURNING id", [conversation_id]).fetchall())
+    files = cur.execute("DELETE FROM blob_refs WHERE conversation_id = ? RETURNING sha256", [conversation_id])
+    referenced = sorted({row[0] for row in files.fetchall()})
+    existed = bool(cur.execute("DELETE FROM conversations WHERE id = ? RETURNING id", [conversation_id]).fetchall())
+    return existed, referenced

@@ -155,9 +155,10 @@ class SplitStorage:
         cursor: Ordinal | None,
         limit: int,
         order: Order,
+        max_bytes: int | None = None,
     ) -> Page[LoggedItem, int]:
         page: Page[LoggedItem, int] = await self._for(conversation_id).list_items(
-            conversation_id, session_id=session_id, cursor=cursor, limit=limit, order=order
+            conversation_id, session_id=session_id, cursor=cursor, limit=limit, order=order, max_bytes=max_bytes
         )
         return page
 

@@ -19,6 +19,10 @@ once, as a checkpoint, a batch that is not journaled and the writer's stop do.
 DuckDB refusing a batch it was given after the journal is a bug in what was written (a NULL in a
 NOT NULL column, say): the batch is applied write by write, and a write DuckDB still refuses is
 dropped and logged, as it would have been (with its whole batch) before.
+
+The files of a batch's images (`Files`, see `blobs.py`) are made durable by the journal thread
+before anything else happens to the batch: before its journal record, before DuckDB's commit. A
+batch whose files cannot be written fails whole, as a batch DuckDB refuses.
 """
 
 from __future__ import annotations
@@ -37,7 +41,8 @@ import attrs
 
 from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.storage import journal
-from openvaala_lsp.storage.codec import Row, Table
+from openvaala_lsp.storage.blobs import BlobStore
+from openvaala_lsp.storage.codec import Blob, Row, Table
 from openvaala_lsp.storage.engine import duckdb
 from openvaala_lsp.storage.errors import StorageClosedError, StorageError
 
@@ -100,7 +105,14 @@ class Run(FieldRepr):
     task: Task
 
 
-Op = Append | Put | Delete | Update | Run
+@attrs.frozen
+class Files(FieldRepr):
+    """Files the batch's rows reference (`blobs.py`): durable before the rows are."""
+
+    blobs: Sequence[Blob] = attrs.field(repr=lambda blobs: f"<{len(blobs)} files>")
+
+
+Op = Append | Put | Delete | Update | Run | Files
 
 
 @attrs.define
@@ -127,6 +139,8 @@ class _Batch(FieldRepr):
     checkpoints: list[Future[Any]] = attrs.Factory(list)  # resolved after a CHECKPOINT that follows the commit
     writes: list[Sequence[Op]] = attrs.Factory(list)  # each submit's ops, in order (for the journal)
     rows: int = 0
+    files: list[Blob] = attrs.Factory(list)
+    failed: BaseException | None = None  # its files could not be written: it is not committed
     urgent: bool = False
     first_at: float = 0.0
     # once taken by the journal thread:
@@ -180,6 +194,8 @@ class _Batch(FieldRepr):
                 self.segments.append(_Segment())
                 self.rows += 1
                 return True
+            case Files(blobs):
+                self.files.extend(blobs)
         return False
 
 
@@ -197,11 +213,16 @@ class BatchWriter:
     other's disk."""
 
     def __init__(
-        self, cursor: duckdb.DuckDBPyConnection, flush_interval: float, journal: journal.Journal | None = None
+        self,
+        cursor: duckdb.DuckDBPyConnection,
+        flush_interval: float,
+        journal: journal.Journal | None = None,
+        blobs: BlobStore | None = None,
     ) -> None:
         self._cur = cursor
         self._interval = flush_interval
         self._journal = journal
+        self._blobs = blobs
         lock = threading.Lock()
         self._cond = threading.Condition(lock)  # wakes the journal thread: a batch to take
         self._landable = threading.Condition(lock)  # wakes the DuckDB thread: a batch to commit
@@ -326,7 +347,9 @@ class BatchWriter:
                 if self._dead is not None:  # the DuckDB thread died: nothing more is answered
                     _fail(batch, self._dead)
                     return
-                self._journaled(batch)
+                self._store_files(batch)
+                if batch.failed is None:
+                    self._journaled(batch)
                 with self._cond:
                     batch.ready = True
                     self._landable.notify()
@@ -338,6 +361,19 @@ class BatchWriter:
         finally:
             if self._journal is not None:
                 self._journal.close()
+
+    def _store_files(self, batch: _Batch) -> None:
+        """The batch's files, durable before its rows (pinned until DuckDB has them, see `_landed`)."""
+        if not batch.files:
+            return
+        if self._blobs is None:
+            batch.failed = StorageError("this storage keeps no files")
+            return
+        try:
+            self._blobs.store(batch.files)
+        except OSError as exc:
+            log.error("storage: a batch's files could not be written; the batch fails", exc_info=exc)
+            batch.failed = exc
 
     def _journaled(self, batch: _Batch) -> None:
         """Puts a small batch someone waits for in the journal and answers them (`batch.seq`); any
@@ -351,7 +387,8 @@ class BatchWriter:
         try:
             if caught_up and self._journal.size > JOURNAL_BYTES:
                 self._journal.clear()  # every record in it is in DuckDB
-            seq = self._journal.write([[_encode(op) for op in ops] for ops in batch.writes])
+            records = [[_encode(op) for op in ops if not isinstance(op, Files)] for ops in batch.writes]
+            seq = self._journal.write(records)
         except (OSError, pickle.PicklingError):
             log.warning("storage: the journal did not take a batch; it commits to DuckDB first", exc_info=True)
             return
@@ -446,6 +483,10 @@ class BatchWriter:
                     self._checkpoint(batch.checkpoints)
             return
         [batch] = group
+        if batch.failed is not None:
+            self._landed(group)
+            _fail(batch, batch.failed)
+            return
         try:
             results = _transaction(self._cur, batch.segments) if batch.has_writes else []
         except Exception as exc:
@@ -468,6 +509,9 @@ class BatchWriter:
                 self._flight.popleft()
             self._cond.notify()  # the journal thread, if it waits for DuckDB (MAX_IN_FLIGHT)
             self._landed_seq = max([self._landed_seq, *(b.seq for b in group if b.seq is not None)])
+        if self._blobs is not None:
+            for batch in group:
+                self._blobs.release(batch.files)
 
     def _checkpoint_now(self) -> None:
         # CHECKPOINT fails while another transaction is open (a read in flight); reads are short
