@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime as dt
+import json
 import os
 import signal
 import subprocess
@@ -16,15 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from openvaala_lsp.model import Content, Conversation, Item, ItemType, Session
-from openvaala_lsp.storage import DuckDBStorage, blobs
+from openvaala_lsp.model import Content, Conversation, Item, ItemType, Session, ToolCall
+from openvaala_lsp.storage import DuckDBStorage, blobs, codec
 from openvaala_lsp.storage.engine import duckdb
 from openvaala_lsp.storage.opening import CONFIG
 
 NOW = dt.datetime(2025, 3, 1, 12, 0, tzinfo=dt.UTC)
 CHILD_ENV = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
 IMAGE = base64.b64encode(bytes(range(256)) * 64).decode()
-LONG = "long text " * 10_000  # past blobs.INLINE_TEXT
+LONG = "long text " * 10_000  # a row of its own would pass codec.ROW_BYTES
 
 
 def item(iid: str, cid: str, *parts: Content) -> Item:
@@ -84,6 +85,37 @@ async def test_big_parts_are_files_and_the_row_names_them(tmp_path: Path) -> Non
     [(payload,)] = sql(db, "SELECT payload FROM items WHERE item_id = 'item_2'")
     assert IMAGE not in str(payload) and f'"blob": "{blobs.address(IMAGE.encode())}"' in str(payload)
     assert sql(db, "SELECT count(*) FROM blob_refs") == [(3,)]
+
+
+async def test_a_row_keeps_at_most_row_bytes_of_an_items_strings(tmp_path: Path) -> None:
+    db = tmp_path / "store.duckdb"
+    arguments = json.dumps({"path": "big.txt", "content": "x" * 50_000})
+    reasoning = [{"type": "reasoning", "encrypted_content": "e" * 30_000}]
+    small = [Content(type="text", text="t" * 3000) for _ in range(3)]
+    call = Item(
+        id="item_call",
+        conversation_id="conv_a",
+        session_id="sess_conv_a",
+        type=ItemType.TOOL_CALL,
+        created_at=NOW,
+        tool_call=ToolCall(call_id="call_1", name="write_file", arguments=arguments),
+        provider_data=reasoning,
+        content=small,
+    )
+    storage = await DuckDBStorage.open(str(db))
+    try:
+        await conversation(storage, "conv_a")
+        await storage.append_item(call, durable=True)
+        [logged] = await storage.get_items("conv_a", ["item_call"])
+        assert logged.item == call
+    finally:
+        await storage.close()
+    [(payload,)] = sql(db, "SELECT payload FROM items WHERE item_id = 'item_call'")
+    assert len(str(payload)) <= codec.ROW_BYTES
+    stored = json.loads(str(payload))
+    assert set(stored["tool_call"]["arguments"]) == {"blob", "bytes"}  # the longest strings went
+    assert set(stored["provider_data"]) == {"blob", "bytes"}
+    assert [part["text"] for part in stored["content"]] == ["t" * 3000] * 3  # what fits stays
 
 
 HELD_CHILD = """

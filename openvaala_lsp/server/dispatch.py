@@ -24,6 +24,7 @@ from openvaala_lsp.runtime.core import Runtime
 from openvaala_lsp.runtime.subscriptions import Subscription
 from openvaala_lsp.server import messages
 from openvaala_lsp.server.peer import WireError
+from openvaala_lsp.storage.errors import StorageError
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +58,9 @@ async def dispatch(runtime: Runtime, client: Client, spec: RequestSpec, params: 
         raise params_error(spec.method, [exc.message]) from None
     except RuntimeApiError as exc:
         raise runtime_error(exc) from None
+    except StorageError as exc:  # the history cannot serve it (closed, out of memory): say why
+        logger.exception("%s failed", spec.method)
+        raise WireError(INTERNAL_ERROR, f"{spec.method} failed: {exc}", {"kind": "internal"}) from None
     except Exception:
         logger.exception("%s failed", spec.method)
         raise WireError(INTERNAL_ERROR, f"internal error in {spec.method}", {"kind": "internal"}) from None

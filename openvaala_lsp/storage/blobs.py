@@ -1,9 +1,9 @@
-"""Big content parts (images, long texts) in files of their own beside the database.
+"""Big strings of items (images, long texts) in files of their own beside the database.
 
-A screenshot stored inline made a row of 7 MiB: a page of them ran DuckDB out of memory. Instead an
-item's row holds a reference, `{"type": "image", "mime_type": ..., "blob": <sha256>, "bytes": N}`, and
-the part's data, exactly as it travels on the wire (an image's base64 text, a text part's UTF-8), is
-the file `<database>.blobs/<sha256>` (0600, in a 0700 directory). Equal data is one file.
+A screenshot stored inline made a row of 7 MiB: a page of them ran DuckDB out of memory. Instead the
+row holds a reference where the string stood, `{"blob": <sha256>, "bytes": N}` (which strings:
+`codec.seal`), and the string, exactly as it travels on the wire (an image's base64 text, a text's
+UTF-8), is the file `<database>.blobs/<sha256>` (0600, in a 0700 directory). Equal data is one file.
 
 Files are written and fsynced by the writer's journal thread before the batch that references them
 is journaled or committed (`writer.py`), so a row the runtime acknowledged never points to a file a
@@ -22,7 +22,6 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-INLINE_TEXT = 64 * 1024  # characters: a text part longer than this is kept in a file
 SUFFIX = ".blobs"
 _PARTIAL = ".partial"
 

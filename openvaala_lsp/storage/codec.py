@@ -36,6 +36,7 @@ from openvaala_lsp.model import (
     TokenUsage,
     Turn,
     TurnStatus,
+    encoded_size,
 )
 from openvaala_lsp.storage import blobs
 
@@ -65,19 +66,24 @@ def item_from_json(text: str) -> Item:
     return _payload.loads(text, Item)
 
 
-# An item whose content has big parts (images, texts past `blobs.INLINE_TEXT`) is stored with each
-# such part as a reference to its file: `{"type": "image", "mime_type": "image/png", "blob":
-# "<sha256>", "bytes": 5242880}` (see `blobs.py`).
+# Big strings in files (`blobs.py`): every image, and then the longest strings of an item (a text
+# part, a tool call's arguments, the provider's data) until its row is at most `ROW_BYTES`. In the
+# payload such a string's place holds `{"blob": "<sha256>", "bytes": N}`, e.g. an image part is
+# `{"type": "image", "mime_type": "image/png", "data": {"blob": "…", "bytes": 6990508}}`.
+#
+# Why rows stay small: reading items, DuckDB holds the strings of thousands of neighbouring rows at
+# once, whatever the LIMIT (measured: 4,096 rows of 30 KB need more than a 64 MB memory_limit, 10,000
+# rows of 16 KB fit under 64 MB, 10,000 of 64 KB need more than 128 MB).
+ROW_BYTES = 16 * 1024
+SMALLEST = 1024  # a string shorter than this stays in the row, whatever the row's size
 Blob = tuple[str, bytes]  # (sha256, data)
 Loader = Callable[[str], str | None]  # the data of a blob, None when its file is gone
-_REFERENCE = '"blob": "'  # only a reference's key is written with unescaped quotes
+_REFERENCE = '{"blob": "'
 
 
-def has_big_parts(item: Item) -> bool:
-    return any(
-        (part.type == "image" and part.data) or (part.text is not None and len(part.text) > blobs.INLINE_TEXT)
-        for part in item.content or ()
-    )
+def needs_files(item: Item) -> bool:
+    """Whether the item has an image or may be past `ROW_BYTES` as a row: `seal` has work to do."""
+    return any(part.type == "image" and part.data for part in item.content or ()) or encoded_size(item) > ROW_BYTES
 
 
 def unstructured(item: Item) -> dict[str, Any]:
@@ -86,40 +92,74 @@ def unstructured(item: Item) -> dict[str, Any]:
     return value
 
 
-def seal(value: dict[str, Any]) -> tuple[str, list[Blob]]:
-    """The payload JSON of an unstructured item, its big parts replaced by references, and those
-    parts' data by address. Hashes every big part: run off the event loop when there are any."""
-    found: list[Blob] = []
+def _slots(value: dict[str, Any]) -> list[tuple[Any, Any, bool]]:
+    """Where a big string may stand: (container, key, whether it is an image's data)."""
+    slots: list[tuple[Any, Any, bool]] = []
     for part in value.get("content") or ():
-        key = "data" if part.get("type") == "image" else "text"
-        data = part.get(key)
-        if not data or (key == "text" and len(data) <= blobs.INLINE_TEXT):
-            continue
-        encoded = data.encode()
+        for key in ("data", "text"):
+            if isinstance(part.get(key), str):
+                slots.append((part, key, key == "data" and part.get("type") == "image"))
+    call = value.get("tool_call")
+    if call is not None and isinstance(call.get("arguments"), str):
+        slots.append((call, "arguments", False))
+    if value.get("provider_data"):
+        slots.append((value, "provider_data", False))
+    return slots
+
+
+def seal(value: dict[str, Any]) -> tuple[str, list[Blob]]:
+    """The payload JSON of an unstructured item with its images, and its longest strings while the
+    row is past `ROW_BYTES`, replaced by references; and their data by address. Hashes what it moves
+    out (~4 ms a screenshot)."""
+    found: list[Blob] = []
+
+    def move(container: Any, key: Any) -> None:
+        data = container[key]
+        encoded = data.encode() if isinstance(data, str) else json.dumps(data).encode()
         sha256 = blobs.address(encoded)
-        del part[key]
-        part["blob"], part["bytes"] = sha256, len(encoded)
+        container[key] = {"blob": sha256, "bytes": len(encoded)}
         found.append((sha256, encoded))
-    return json.dumps(value), found
+
+    rest = []
+    for container, key, image in _slots(value):
+        if image:
+            move(container, key)
+        else:
+            rest.append((len(json.dumps(container[key])), container, key))
+    text = json.dumps(value)
+    if len(text) > ROW_BYTES:
+        size = len(text)
+        for length, container, key in sorted(rest, key=lambda slot: -slot[0]):
+            if size <= ROW_BYTES or length < SMALLEST:
+                break
+            move(container, key)
+            size -= length - len(json.dumps(container[key]))
+        text = json.dumps(value)
+    return text, found
 
 
 def unseal(text: str, load: Loader) -> Item:
-    """The item of a payload, its references replaced by their data (a part whose file is gone
-    becomes a text saying so)."""
+    """The item of a payload, its references replaced by their data (an image or text whose file is
+    gone becomes a text saying so)."""
     if _REFERENCE not in text:
         return item_from_json(text)
     value = json.loads(text)
-    for index, part in enumerate(value.get("content") or ()):
-        sha256 = part.pop("blob", None)
-        if sha256 is None:
-            continue
-        part.pop("bytes", None)
-        data = load(sha256)
-        if data is None:
-            missing = f"[{part.get('type', 'content')} unavailable: its file {sha256} is missing]"
-            value["content"][index] = {"type": "text", "text": missing}
-        else:
-            part["data" if part.get("type") == "image" else "text"] = data
+    for part in value.get("content") or ():
+        for key in ("data", "text"):
+            if isinstance(reference := part.get(key), dict):
+                data = load(reference["blob"])
+                if data is None:
+                    missing = f"[{part.get('type', 'content')} unavailable: its file {reference['blob']} is missing]"
+                    part.clear()
+                    part.update(type="text", text=missing)
+                    break
+                part[key] = data
+    call = value.get("tool_call")
+    if call is not None and isinstance(reference := call.get("arguments"), dict):
+        call["arguments"] = load(reference["blob"]) or "{}"  # kept verbatim, and JSON even when lost
+    if isinstance(reference := value.get("provider_data"), dict):
+        data = load(reference["blob"])
+        value["provider_data"] = json.loads(data) if data is not None else None
     item: Item = _payload.structure(value, Item)
     return item
 

@@ -62,10 +62,11 @@ from openvaala_lsp.storage.errors import (
     StorageClosedError,
     StorageError,
     StorageLockedError,
+    StorageOutOfMemory,
 )
 from openvaala_lsp.storage.interfaces import ExportOutcome, ExportRequest, SqlResult
 from openvaala_lsp.storage.journal import Journal
-from openvaala_lsp.storage.opening import connect_file
+from openvaala_lsp.storage.opening import CONFIG, connect_file
 from openvaala_lsp.storage.sql import QueryJob, stop
 from openvaala_lsp.storage.writer import Append, BatchWriter, Delete, Files, Op, Put, Run, Update
 
@@ -150,6 +151,8 @@ class DuckDBStorage:
             if self._closed:  # the reader was shut down by close() while this read waited
                 raise StorageClosedError() from None
             raise
+        except duckdb.OutOfMemoryException as exc:
+            raise out_of_memory(exc) from exc
 
     async def _visible(self) -> None:
         """Read-your-writes: what is queued, and what the journal holds, is committed to DuckDB first."""
@@ -460,7 +463,7 @@ class DuckDBStorage:
             if conversation_id not in self._ordinals:
                 await self._load_last_ordinal(conversation_id)
         # an import's items are new: hashing them in a thread lets nothing else overtake them that matters
-        values = [codec.unstructured(item) if codec.has_big_parts(item) else None for item in item_list]
+        values = [codec.unstructured(item) if codec.needs_files(item) else None for item in item_list]
         sealed = await asyncio.to_thread(self._seal_values, values) if any(values) else [(None, [])] * len(values)
         ids = input_ids or {}
         ordinals: list[Ordinal] = []
@@ -484,7 +487,7 @@ class DuckDBStorage:
     def _sealed(self, items: list[Item]) -> list[tuple[str | None, list[codec.Blob]]]:
         """Each item's payload with its big parts as references, and their data; (None, []) for an
         item without any (its payload is encoded as always) and in a database in memory."""
-        values = [codec.unstructured(item) if codec.has_big_parts(item) else None for item in items]
+        values = [codec.unstructured(item) if codec.needs_files(item) else None for item in items]
         return self._seal_values(values)
 
     def _seal_values(self, values: list[dict[str, Any] | None]) -> list[tuple[str | None, list[codec.Blob]]]:
@@ -503,7 +506,15 @@ class DuckDBStorage:
 
 
 async def _wait(future: Future[T]) -> T:
-    return await _awaitable(future)
+    try:
+        return await _awaitable(future)
+    except duckdb.OutOfMemoryException as exc:
+        raise out_of_memory(exc) from exc
+
+
+def out_of_memory(exc: duckdb.OutOfMemoryException) -> StorageOutOfMemory:
+    """DuckDB's error with the limit it ran into, for the user (its first line says what it failed at)."""
+    return StorageOutOfMemory(CONFIG["memory_limit"], str(exc).partition("\n")[0])
 
 
 def _awaitable(future: Future[T]) -> asyncio.Future[T]:

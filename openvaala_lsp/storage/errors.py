@@ -11,6 +11,7 @@ __all__ = [
     "StorageClosedError",
     "StorageError",
     "StorageLockedError",
+    "StorageOutOfMemory",
 ]
 
 
@@ -43,6 +44,13 @@ class StorageLockedError(StorageError):
 
 # DuckDB: 'Could not set lock on file "/p/x.duckdb": Conflicting lock is held in /usr/bin/python3 (PID 1234).'
 _LOCK_HOLDER = re.compile(r"held in (?P<holder>.+?) \(PID (?P<pid>\d+)\)")
+
+
+class StorageOutOfMemory(StorageError):
+    """DuckDB could not do what was asked within its memory limit; the message names the limit."""
+
+    def __init__(self, limit: str, detail: str) -> None:
+        super().__init__(f"the database ran out of memory (its memory_limit is {limit}): {detail}")
 
 
 class StorageClosedError(StorageError):

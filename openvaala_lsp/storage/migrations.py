@@ -503,14 +503,14 @@ COMMENT ON TABLE blob_refs IS {
         "one row per conversation, item and file"
     )
 };
-COMMENT ON COLUMN blob_refs.item_id IS 'the item (or pending input) whose content holds the file';
+COMMENT ON COLUMN blob_refs.item_id IS 'the item (or pending input) whose payload names the file';
 COMMENT ON COLUMN blob_refs.sha256 IS 'the name of the file: the sha256 of its data';
-COMMENT ON COLUMN blob_refs.bytes IS 'the size of the data: the base64 text of an image, or the UTF-8 of a text';
+COMMENT ON COLUMN blob_refs.bytes IS 'the size of the data: an image''s base64 text, or a text''s UTF-8';
 COMMENT ON COLUMN items.payload IS {
     _quote(
-        "the whole item as JSON; an image (and a text of more than 65,536 characters) stands as "
-        '{"type": "image", "mime_type": ..., "blob": <sha256>, "bytes": <size>}, its data in the file '
-        "<database>.blobs/<sha256> (see blob_refs)"
+        "the whole item as JSON; an image (and a long text, or a tool call's long arguments) stands as "
+        '{"blob": <sha256>, "bytes": <size>} where the string was, e.g. content[0].data of an image, '
+        "its data in the file <database>.blobs/<sha256> (see blob_refs)"
     )
 };
 COMMENT ON COLUMN pending_inputs.payload IS 'the input as an item, as in items.payload';

@@ -19,6 +19,9 @@ Connections = tuple[
 ]
 
 CONFIG: dict[str, Any] = {
+    # what the worst conversations need is half of it (bench/store_memory.py): images and long texts
+    # are files, so a row is at most ~16 KiB (`codec.ROW_BYTES`), and 10,000 or 40,000 such rows
+    # read under 64 MB, 200 screenshots under 8 MB
     "memory_limit": "128MB",
     "threads": 1,
     "async_threads": 0,

@@ -286,7 +286,7 @@ class BatchWriter:
         read could miss what it answered for."""
         with self._cond:
             if self._dead is not None:
-                raise StorageError("the storage writer stopped") from self._dead
+                raise StorageError(f"the storage writer stopped: {self._dead}") from self._dead
             return bool(self._flight) or self._batch.has_writes
 
     def stop(self) -> Future[None]:
@@ -300,7 +300,7 @@ class BatchWriter:
 
     def _check_accepting(self) -> None:
         if self._dead is not None:
-            raise StorageError("the storage writer stopped") from self._dead
+            raise StorageError(f"the storage writer stopped: {self._dead}") from self._dead
         if self._stopping:
             raise StorageClosedError()
 

@@ -25,7 +25,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parents[1] / "runtime"))
 
 from fake_provider import ChatStream, FakeProviderServer
-from harness import Harness
+from harness import Harness, ResponseError
 from lsp_client import LspClient
 from turn_helpers import API_KEY, Session
 
@@ -41,6 +41,7 @@ from openvaala_lsp.model import (
     new_id,
 )
 from openvaala_lsp.runtime.state import MAX_IMAGE_BYTES
+from openvaala_lsp.storage import opening
 from openvaala_lsp.storage.duckdb_store import DuckDBStorage
 
 WINDOW = 10_000_000  # no compaction: every image stays in the model's context
@@ -267,6 +268,41 @@ async def test_ten_thousand_items(home: Path, workspace: Path, provider: FakePro
         assert (await session.turn_completed())["status"] == "completed"
         [request] = provider.requests_for("openai-chat")
         assert len(request.json["messages"]) >= 10_001
+    finally:
+        await harness.stop()
+
+
+async def test_running_out_of_memory_names_the_cause(
+    home: Path, workspace: Path, provider: FakeProviderServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Should the database still run out of memory, the editor is told so, not a bare `internal`."""
+    now = dt.datetime.now(dt.UTC)
+    storage = await DuckDBStorage.open(str(home / "openvaala.duckdb"))
+    try:
+        conversation = Conversation(id=new_id("conv"), created_at=now, updated_at=now)
+        record = SessionRecord(id=new_id("sess"), conversation_id=conversation.id, created_at=now)
+        await storage.create_conversation(conversation, record)
+        rows = [
+            Item(
+                id=new_id("item"),
+                conversation_id=conversation.id,
+                session_id=record.id,
+                type=ItemType.ASSISTANT_MESSAGE,
+                created_at=now,
+                content=[Content(type="text", text=os.urandom(7000).hex())],  # the longest a row keeps
+            )
+            for _ in range(3000)
+        ]
+        await storage.bulk_write(items=rows)
+    finally:
+        await storage.close()
+    monkeypatch.setitem(opening.CONFIG, "memory_limit", "4MB")  # far below what it needs
+    harness = await start(home, workspace, provider)
+    try:
+        with pytest.raises(ResponseError) as failed:
+            await harness.call("listItems", {"conversationId": conversation.id, "limit": 500})
+        assert failed.value.kind == "internal"
+        assert "the database ran out of memory (its memory_limit is 4MB)" in failed.value.message
     finally:
         await harness.stop()
 
