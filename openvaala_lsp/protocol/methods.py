@@ -84,6 +84,7 @@ REQUESTS: dict[str, RequestSpec] = {
         _request("setSessionModel", "SetSessionModelParams", Session),
         _request("subscribeConversation", "SubscribeConversationParams", "SubscribeConversationResult"),
         _request("subscribeSession", "SubscribeSessionParams", "SubscribeSessionResult"),
+        _request("getSessionSnapshot", "GetSessionSnapshotParams", "GetSessionSnapshotResult"),
         _request(
             "subscribeRunningConversations",
             "SubscribeRunningConversationsParams",

@@ -261,6 +261,12 @@ class Runtime:
         return await self.subscribing.session(client, params)
 
     @_running
+    async def get_session_snapshot(
+        self, client: Client, params: api.GetSessionSnapshotParams
+    ) -> api.GetSessionSnapshotResult:
+        return await self.subscribing.snapshot_page(client, params)
+
+    @_running
     async def subscribe_running_conversations(
         self, client: Client, params: api.SubscribeRunningConversationsParams
     ) -> api.SubscribeRunningConversationsResult:

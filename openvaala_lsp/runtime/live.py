@@ -18,6 +18,7 @@ from openvaala_lsp.protocol import api, events
 from openvaala_lsp.protocol.errors import ConversationReconfigured, NotFound
 from openvaala_lsp.runtime import subscriptions
 from openvaala_lsp.runtime.client import Client
+from openvaala_lsp.runtime.snapshots import Snapshot, paged
 from openvaala_lsp.runtime.subscriptions import Subscription
 
 if TYPE_CHECKING:
@@ -61,18 +62,38 @@ class Live:
         return api.SubscribeConversationResult(subscription_id=sub.id, title=title, sessions=sessions)
 
     def subscribe_session(
-        self, client: Client, opened: OpenConversation, runner: SessionRunner
+        self, client: Client, opened: OpenConversation, runner: SessionRunner, budget: int
     ) -> api.SubscribeSessionResult:
+        """`budget`: the bytes one answer's snapshot may take; the rest waits as pages (`snapshots`)."""
         key = (opened.id, runner.session.id)
         sub = self._subscription(
             client, subscriptions.SESSION, runner.subscribers, key=key, left=opened.subscribers_changed
         )
-        return api.SubscribeSessionResult(
-            subscription_id=sub.id,
-            last_saved_ordinal=opened.last_ordinal,
+        whole = Snapshot(
             pending_inputs=copy.deepcopy(runner.pending_infos()),
             streaming_items=copy.deepcopy(runner.streaming_items()),
             pending_approvals=copy.deepcopy(opened.pending_approvals(runner.session)),
+        )
+        first, *rest = paged(whole, budget)
+        return api.SubscribeSessionResult(
+            subscription_id=sub.id,
+            last_saved_ordinal=opened.last_ordinal,
+            pending_inputs=first.pending_inputs,
+            streaming_items=first.streaming_items,
+            pending_approvals=first.pending_approvals,
+            snapshot_cursor=sub.keep_pages(rest),
+        )
+
+    def snapshot_page(self, client: Client, subscription_id: str, cursor: str) -> api.GetSessionSnapshotResult:
+        sub = client.subscriptions.get(subscription_id)
+        if sub is None or sub.kind != subscriptions.SESSION:
+            raise NotFound(f"session subscription not found: {subscription_id}")
+        page, next_cursor = sub.next_page(cursor)
+        return api.GetSessionSnapshotResult(
+            pending_inputs=page.pending_inputs,
+            streaming_items=page.streaming_items,
+            pending_approvals=page.pending_approvals,
+            snapshot_cursor=next_cursor,
         )
 
     def subscribe_running(self, client: Client) -> api.SubscribeRunningConversationsResult:

@@ -29,7 +29,10 @@ class Subscribing:
         if runner is None:
             await self.state.session(params.conversation_id, params.session_id)  # the right error kind
             raise SessionNotFound(f"session not found: {params.session_id}")
-        return self.state.live.subscribe_session(client, opened, runner)
+        return self.state.live.subscribe_session(client, opened, runner, self.state.answer_bytes())
+
+    async def snapshot_page(self, client: Client, params: api.GetSessionSnapshotParams) -> api.GetSessionSnapshotResult:
+        return self.state.live.snapshot_page(client, params.subscription_id, params.cursor)
 
     async def running(
         self, client: Client, params: api.SubscribeRunningConversationsParams

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from openvaala_lsp.model import ErrorInfo
-from openvaala_lsp.protocol.errors import SubscriberTooSlow
+from openvaala_lsp.protocol.errors import InvalidParams, SubscriberTooSlow
 from openvaala_lsp.protocol.events import ItemDelta
 
 DEFAULT_CAPACITY = 10_000
@@ -49,6 +49,9 @@ class Subscription:
         self._ready = asyncio.Event()
         self._news = asyncio.Event()  # an event other than a delta is queued or taken: send without waiting
         self._on_close = on_close
+        # the rest of its snapshot, when one message could not hold it (`snapshots.py`)
+        self._pages: collections.deque[Any] = collections.deque()
+        self._pages_read = 0
 
     @property
     def closed(self) -> bool:
@@ -77,6 +80,23 @@ class Subscription:
         self._news.set()
         if self._on_close is not None:
             self._on_close(self)
+
+    def keep_pages(self, pages: list[Any]) -> str | None:
+        """Keeps the pages of its snapshot after the first for `next_page`; the cursor of the next one
+        (None: there are none)."""
+        self._pages.extend(pages)
+        return self._cursor()
+
+    def next_page(self, cursor: str) -> tuple[Any, str | None]:
+        """The page `cursor` names (only ever the next one), and the cursor of the one after it."""
+        if not self._pages or cursor != self._cursor():
+            raise InvalidParams("not the cursor of this subscription's next snapshot page @ $.cursor")
+        page = self._pages.popleft()
+        self._pages_read += 1
+        return page, self._cursor()
+
+    def _cursor(self) -> str | None:
+        return f"{self.id}.{self._pages_read + 1}" if self._pages else None
 
     async def next_batch(self, limit: int) -> list[Any]:
         """Up to `limit` events, waiting for at least one; [] once closed and drained."""

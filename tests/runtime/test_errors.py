@@ -41,6 +41,7 @@ MALFORMED: dict[str, tuple[dict[str, Any], str]] = {
     "getTurns": ({"conversationId": "c", "turnIds": "turn_1"}, "$.turnIds"),
     "listSessions": ({"conversationId": "c", "limit": 501}, "$.limit"),
     "getSessionById": ({}, "$.sessionId"),
+    "getSessionSnapshot": ({"subscriptionId": "sub_1"}, "$.cursor"),
     "getSessionDetails": ({"conversationId": "c"}, "$.sessionId"),
     "subscribeConversation": ({"conversationId": None}, "$.conversationId"),
     "unsubscribe": ({}, "$.subscriptionId"),

@@ -80,6 +80,8 @@ GROUPS: dict[str, tuple[str, ...]] = {
         "SubscribeConversationResult",
         "SubscribeSessionParams",
         "SubscribeSessionResult",
+        "GetSessionSnapshotParams",
+        "GetSessionSnapshotResult",
         "SubscribeRunningConversationsParams",
         "ListAgentsParams",
         "ListExecutorsParams",
@@ -197,6 +199,8 @@ if TYPE_CHECKING:
     )
     from openvaala_lsp.protocol.api.subscriptions import (
         GetHooksParams as GetHooksParams,
+        GetSessionSnapshotParams as GetSessionSnapshotParams,
+        GetSessionSnapshotResult as GetSessionSnapshotResult,
         ListAgentsParams as ListAgentsParams,
         ListExecutorsParams as ListExecutorsParams,
         RunningConversations as RunningConversations,

@@ -44,6 +44,25 @@ class SubscribeSessionResult(FieldRepr):
     streaming_items: list[StreamingItem]
     # the approvals waiting now, of this session and of its sub-agents' sessions
     pending_approvals: list[PendingApproval] = attrs.Factory(list)
+    # the snapshot goes on in pages (`getSessionSnapshot`) when one message cannot hold it; the
+    # subscription's events come once the last page was read
+    snapshot_cursor: str | None = None
+
+
+@attrs.define(kw_only=True)
+class GetSessionSnapshotParams(FieldRepr):
+    subscription_id: str
+    cursor: str
+
+
+@attrs.define(kw_only=True)
+class GetSessionSnapshotResult(FieldRepr):
+    """The next page of a subscribeSession snapshot: more of its three lists, in their order."""
+
+    pending_inputs: list[PendingInputInfo]
+    streaming_items: list[StreamingItem]
+    pending_approvals: list[PendingApproval]
+    snapshot_cursor: str | None = None
 
 
 @attrs.define(kw_only=True)
