@@ -64,10 +64,13 @@ def test_run_dir_choice(tmp_path: Path) -> None:
     assert run_dir({"OPENVAALA_HOME": str(home)}).socket == str(home / "run" / "host.sock")
     deep = tmp_path / ("d" * 120)
     short = run_dir({"OPENVAALA_HOME": str(deep)})
-    assert short.path.startswith(f"/tmp/openvaala-{os.geteuid()}/") and len(short.socket) <= MAX_SOCKET_PATH
+    assert short.path.startswith(f"/tmp/openvaala-{os.geteuid()}") and len(short.socket) <= MAX_SOCKET_PATH
     assert short.path == run_dir({"OPENVAALA_HOME": str(deep)}).path  # one home, one directory
+    tmp_path.chmod(0o700)
     assert run_dir({"XDG_RUNTIME_DIR": str(tmp_path)}).path == str(tmp_path / "openvaala")
-    assert run_dir({}).path == f"/tmp/openvaala-{os.geteuid()}"
+    state = tmp_path / "state"
+    assert run_dir({"XDG_STATE_HOME": str(state)}).path == str(state / "openvaala" / "run")
+    # the rest of the rules: tests/adversarial/test_private_files.py
 
 
 def test_run_dir_must_be_a_private_directory(tmp_path: Path) -> None:

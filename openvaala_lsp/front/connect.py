@@ -237,8 +237,11 @@ def host_log_path() -> str:
 def spawn_host() -> None:
     """Starts a host detached (double fork, own session, cwd /, no editor fds) and waits until it
     listens or exits (it lost host.lock or failed; the caller connects to find out)."""
+    from openvaala_lsp import paths
+
     log = host_log_path()
-    os.makedirs(os.path.dirname(log), exist_ok=True)
+    paths.ensure_private_dir(os.path.dirname(log))  # the log tells of conversations: the user's alone
+    paths.make_private(log)
     try:
         if os.path.getsize(log) > MAX_LOG_BYTES:
             os.replace(log, log + ".1")

@@ -90,7 +90,7 @@ def _start_early() -> None:
 
     database = paths.database_path()
     try:
-        database.parent.mkdir(parents=True, exist_ok=True)
+        paths.ensure_private_dir(database.parent)  # the history is the user's alone
     except OSError:
         return  # start_runtime reports it
     early.start(str(database), _open_database)
@@ -121,10 +121,9 @@ def _name_process(name: bytes) -> None:
 
 
 def _write_pid(path: str) -> None:
-    temporary = f"{path}.{os.getpid()}"
-    with open(temporary, "w") as out:
-        out.write(f"{os.getpid()}\n")
-    os.replace(temporary, path)
+    from openvaala_lsp.paths import write_private
+
+    write_private(path, f"{os.getpid()}\n")
 
 
 def _remove_pid(path: str) -> None:

@@ -42,7 +42,9 @@ START_GARBAGE_DEADLINE = 10.0  # seconds after the start: the collector comes ba
 
 def serve(run: RunDir, ready_fd: int | None) -> int:
     log = paths.state_dir() / "host.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
+    paths.ensure_private_dir(log.parent)
+    os.close(os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600))
+    paths.make_private(log)  # an older openvaala's was 0644: it holds conversations' errors
     configure_logging("WARNING", str(log))
     logging.getLogger("openvaala_lsp.host").setLevel(logging.INFO)  # a few lifecycle lines per host life
     return asyncio.run(_serve(run, ready_fd))

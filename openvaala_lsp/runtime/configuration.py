@@ -6,13 +6,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 from pathlib import Path
 
 from openvaala_lsp.definitions import Definitions
 from openvaala_lsp.hooks.validation import validate_hooks
 from openvaala_lsp.mcp.model import MCPServerInfo
 from openvaala_lsp.model import Session
+from openvaala_lsp.paths import write_private
 from openvaala_lsp.protocol import api
 from openvaala_lsp.protocol.converter import ParamsError, structure, unstructure
 from openvaala_lsp.protocol.errors import InvalidParams, NotFound
@@ -134,9 +134,7 @@ class Configuration:
 
 
 def _keep(path: Path, definitions: Definitions) -> None:
-    temporary = path.with_name(f"{path.name}.{os.getpid()}")
-    temporary.write_text(json.dumps(unstructure(definitions)))
-    os.replace(temporary, path)
+    write_private(path, json.dumps(unstructure(definitions)))  # names models, hooks and their commands
 
 
 async def kept_definitions(options: RuntimeOptions) -> Definitions | None:

@@ -113,7 +113,7 @@ async def start_runtime(future: asyncio.Future[Runtime], **options: Any) -> None
         return
     try:
         path = paths.database_path()
-        path.parent.mkdir(parents=True, exist_ok=True)
+        paths.ensure_private_dir(path.parent)  # the history is the user's alone
         storage = await DuckDBStorage.open(str(path))
         # definitions from the configuration files
         future.set_result(await Runtime.start(storage, **options_from_environment(), **options))

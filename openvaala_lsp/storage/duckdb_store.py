@@ -66,7 +66,7 @@ from openvaala_lsp.storage.errors import (
 )
 from openvaala_lsp.storage.interfaces import ExportOutcome, ExportRequest, SqlResult
 from openvaala_lsp.storage.journal import Journal
-from openvaala_lsp.storage.opening import CONFIG, connect_file
+from openvaala_lsp.storage.opening import CONFIG, connect_file, wal_of
 from openvaala_lsp.storage.sql import QueryJob, stop
 from openvaala_lsp.storage.writer import Append, BatchWriter, Delete, Files, Op, Put, Run, Update
 
@@ -99,7 +99,8 @@ class DuckDBStorage:
         self._con = con
         # a database in memory keeps no files: its big parts stay in its rows
         self._blobs = None if path == ":memory:" else blobs.BlobStore(blobs.directory_of(path))
-        self._writer = BatchWriter(writer_cursor, flush_interval, journal, self._blobs)
+        wal = None if path == ":memory:" else wal_of(path)
+        self._writer = BatchWriter(writer_cursor, flush_interval, journal, self._blobs, wal)
         self._reader_cursor = reader_cursor
         self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="openvaala-storage-reader")
         self._query_pool = ThreadPoolExecutor(max_workers=QUERY_THREADS, thread_name_prefix="openvaala-storage-query")

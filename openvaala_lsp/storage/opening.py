@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from openvaala_lsp.paths import make_private
 from openvaala_lsp.storage import blobs, journal, template
 from openvaala_lsp.storage.engine import duckdb
 from openvaala_lsp.storage.errors import StorageLockedError
@@ -58,12 +59,33 @@ def connect_file(path: str) -> Connections:
         opened = None
         if path != ":memory:":
             opened = open_journal(con, path)
+            keep_private(path)
             blobs.BlobStore(blobs.directory_of(path)).sweep(con)
         # both cursors are made here: creating one from another thread would overlap calls on `con`
         return con, con.cursor(), con.cursor(), opened
     except BaseException:
         con.close()
         raise
+
+
+def keep_private(path: str) -> None:
+    """The database's files closed to other users, also those an older openvaala left open. DuckDB
+    makes its WAL as the umask says, anew after each checkpoint: the writer closes each new one."""
+    for name in (path, wal_of(path), journal.path_of(path)):
+        make_private(name)
+    directory = blobs.directory_of(path)
+    try:
+        opened_up = os.stat(directory).st_mode & 0o077
+    except FileNotFoundError:
+        return
+    if opened_up:
+        os.chmod(directory, 0o700)
+        for entry in os.scandir(directory):
+            make_private(entry.path)
+
+
+def wal_of(path: str) -> str:
+    return f"{path}.wal"
 
 
 def open_journal(con: duckdb.DuckDBPyConnection, path: str) -> journal.Journal:

@@ -27,8 +27,8 @@ def copy_to(path: str) -> bool:
         return False
     partial = f"{path}.{os.getpid()}.new"  # this process's own: a stale one is overwritten
     try:
-        with open(partial, "wb") as out:
-            out.write(data)
+        with open(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600), "wb") as out:
+            out.write(data)  # the history is the user's alone: 0600 from the start
         os.link(partial, path)
     except FileExistsError:  # from the link: the file was made meanwhile
         return True

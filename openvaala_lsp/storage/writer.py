@@ -40,6 +40,7 @@ from typing import Any
 import attrs
 
 from openvaala_lsp.fieldrepr import FieldRepr
+from openvaala_lsp.paths import make_private
 from openvaala_lsp.storage import journal
 from openvaala_lsp.storage.blobs import BlobStore
 from openvaala_lsp.storage.codec import Blob, Row, Table
@@ -218,11 +219,13 @@ class BatchWriter:
         flush_interval: float,
         journal: journal.Journal | None = None,
         blobs: BlobStore | None = None,
+        wal: str | None = None,
     ) -> None:
         self._cur = cursor
         self._interval = flush_interval
         self._journal = journal
         self._blobs = blobs
+        self._wal = wal  # DuckDB's WAL, made anew after each checkpoint as the umask says
         lock = threading.Lock()
         self._cond = threading.Condition(lock)  # wakes the journal thread: a batch to take
         self._landable = threading.Condition(lock)  # wakes the DuckDB thread: a batch to commit
@@ -504,6 +507,8 @@ class BatchWriter:
     def _landed(self, group: list[_Batch]) -> None:
         """The batches are committed (or rolled back): out of flight before their waiters wake, so a
         barrier they ask for next finds nothing in flight and is done at once."""
+        if self._wal is not None:
+            make_private(self._wal)  # a stat: the commit that made a new WAL closes it to others
         with self._cond:
             for _ in group:
                 self._flight.popleft()

@@ -298,6 +298,7 @@ async def test_host_refuses_a_front_of_another_uid(homes: list[Path], ws: Path) 
     try:
         await editor.initialize([ws])
         # open the guards the directory and socket modes provide, to reach the SO_PEERCRED check
+        os.chmod(home, 0o711)
         os.chmod(run.path, 0o711)
         os.chmod(run.socket, 0o666)
         try:
@@ -314,6 +315,7 @@ async def test_host_refuses_a_front_of_another_uid(homes: list[Path], ws: Path) 
             )
             out, _ = await asyncio.wait_for(intruder.communicate(), WAIT)
         finally:
+            os.chmod(home, 0o700)
             os.chmod(run.path, 0o700)
             os.chmod(run.socket, 0o600)
         assert out.strip() in (b"b''", b"")  # closed without a word (or reset)
