@@ -8,11 +8,13 @@ what a test sees is what an editor gets, minus the framing.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 from typing import Any
 
-from openvaala_lsp.model import ErrorInfo
+from openvaala_lsp import framing
+from openvaala_lsp.model import ErrorInfo, Item, encoded_size
 from openvaala_lsp.protocol import events
 from openvaala_lsp.protocol.codes import CODES, INTERNAL_ERROR, INVALID_PARAMS
 from openvaala_lsp.protocol.converter import ParamsError, structure, unstructure
@@ -93,17 +95,56 @@ def _end_run(merged: list[Any], run: list[str]) -> None:
         merged[-1] = events.ItemDelta(item_index=first.item_index, item_id=first.item_id, delta="".join(run))
 
 
-def notifications(sub: Subscription, seq: int, batch: list[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+def notifications(
+    sub: Subscription, seq: int, batch: list[Any], max_bytes: int | None = None
+) -> Iterator[tuple[str, dict[str, Any]]]:
     """(method, params) of the notifications carrying `batch`, numbered from `seq` + 1: a session's
-    events travel together (deltas coalesced), other subscriptions send one event per notification."""
+    events travel together (deltas coalesced), as few notifications as keep each under the message
+    limit (`max_bytes`; eleven items with screenshots made one of 69 MiB); other subscriptions send
+    one event per notification."""
     method = NOTIFY[sub.kind]
     if sub.kind == subscriptions.SESSION:
-        yield method, {"subscriptionId": sub.id, "seq": seq + 1, "events": unstructure(coalesce(batch))}
+        budget = max_bytes if max_bytes is not None else framing.max_message_bytes() - NOTIFICATION_ENVELOPE
+        for part in _under(coalesce(batch), budget):
+            seq += 1
+            yield method, {"subscriptionId": sub.id, "seq": seq, "events": unstructure(part)}
         return
     for event in batch:
         seq += 1
         payload = {"event": unstructure(event)} if sub.kind == subscriptions.CONVERSATION else unstructure(event)
         yield method, {"subscriptionId": sub.id, "seq": seq, **payload}
+
+
+NOTIFICATION_ENVELOPE = 64 * 1024  # the frame, the keys around the events, with room to spare
+EVENT_ALLOWANCE = 1024  # an event's own keys, ids, times and small values
+
+
+def _under(events: list[Any], budget: int) -> Iterator[list[Any]]:
+    """`events` in runs whose JSON stays within `budget` (a run holds one event at least)."""
+    run: list[Any] = []
+    used = 0
+    for event in events:
+        size = _event_size(event)
+        if run and used + size > budget:
+            yield run
+            run, used = [], 0
+        run.append(event)
+        used += size
+    if run:
+        yield run
+
+
+def _event_size(event: Any) -> int:
+    """At least the bytes of the event as JSON, from its big parts (an item, a delta, arguments)."""
+    if isinstance(item := getattr(event, "item", None), Item):
+        return EVENT_ALLOWANCE + encoded_size(item)
+    if type(event) is events.ItemDelta:
+        return EVENT_ALLOWANCE + len(json.dumps(event.delta))
+    if type(event) is events.ApprovalRequested:
+        return EVENT_ALLOWANCE + len(json.dumps(unstructure(event.approval)))
+    if type(event) is events.ErrorEvent:
+        return EVENT_ALLOWANCE + len(json.dumps(event.error.message))
+    return EVENT_ALLOWANCE
 
 
 def closed_notification(sub: Subscription) -> tuple[str, dict[str, Any]]:

@@ -164,7 +164,22 @@ async def test_snapshot_of_69_mib_is_paged_under_the_message_limit(
     with pytest.raises(ResponseError) as foreign:
         await agent.call("getSessionSnapshot", {"subscriptionId": first["subscriptionId"], "cursor": "1"})
     assert foreign.value.kind == "notFound"
+
+    # the next turn takes the queued inputs: their events carry every image, each notification
+    # under the limit
+    provider.enqueue("openai-chat", ChatStream().text("all of them").finish().response())
     await agent.call("interruptTurn", {"conversationId": session.id})
+    await session.turn_completed(2)
+    completed = [
+        e["item"]["id"]
+        for n in editor.of("openvaala/sessionEvent")
+        for e in n["events"]
+        if e["type"] == "itemCompleted"
+    ]
+    assert set(queued) <= set(completed)
+    for client in (agent, editor):
+        sizes = [wire_size(n) for n in client.of("openvaala/sessionEvent")]
+        assert max(sizes) < DEFAULT_MAX_MESSAGE, "a notification passes the message limit"
 
 
 async def test_snapshot_that_fits_is_one_message_as_before(agent: Harness, provider: FakeProviderServer) -> None:
