@@ -21,6 +21,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -145,7 +146,16 @@ async def test_looser_modes_of_an_older_version_are_tightened(
         await again.shutdown()
 
 
-def test_the_run_directory_rules(tmp_path: Path) -> None:
+@pytest.fixture
+def short_path() -> Any:
+    """A directory whose paths leave room for a socket name (pytest's may not, under xdist)."""
+    path = Path(tempfile.mkdtemp(prefix="ov-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_the_run_directory_rules(short_path: Path) -> None:
+    tmp_path = short_path
     uid = os.geteuid()
     tmp = tmp_path / "tmp"
     tmp.mkdir()
