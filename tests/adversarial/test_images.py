@@ -15,15 +15,11 @@ import datetime as dt
 import json
 import os
 import signal
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "runtime"))
-
 from fake_provider import ChatStream, FakeProviderServer
 from harness import Harness, ResponseError
 from lsp_client import LspClient
