@@ -185,6 +185,7 @@ async def test_files_no_row_names_are_swept_at_open_and_a_missing_one_reads_as_a
         [logged] = await storage.get_items("conv_a", ["item_1"])
         [note] = logged.item.content or []
         assert note.type == "text" and "image unavailable" in (note.text or "")
+        assert storage._load("../../../etc/passwd") is None  # a reference names a file of the directory
     finally:
         await storage.close()
 

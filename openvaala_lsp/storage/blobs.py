@@ -88,7 +88,10 @@ class BlobStore:
                     del self._pinned[sha256]
 
     def read(self, sha256: str) -> str | None:
-        """The part's data as it was given; None when its file is gone."""
+        """The part's data as it was given; None when its file is gone (or the name is no address:
+        a row never leads outside the directory)."""
+        if not _is_address(sha256):
+            return None
         try:
             with open(self.path(sha256), "rb") as file:
                 return file.read().decode()
