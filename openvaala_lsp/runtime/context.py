@@ -50,12 +50,17 @@ def estimate_tools(tools: Iterable[ToolSpec]) -> int:
 
 
 PRUNED_TEXT = "[output cleared from the context to save room; run the tool again if you need it]"
+# the images one request carries, newest first: providers refuse more (Anthropic takes 100 images
+# and 32 MB a request), and each image is held three times while a request is built and sent
+MAX_REQUEST_IMAGES = 20
+MAX_REQUEST_IMAGE_BYTES = 30 * 1024 * 1024
 
 
 def model_items(history: Sequence[Item]) -> list[Item]:
     """What the model sees of a session's history: everything from its last summarizing compaction on
-    (whose text stands for what came before), with the output of pruned tool results cleared. The
-    log itself keeps every item for people."""
+    (whose text stands for what came before), with the output of pruned tool results cleared and
+    images past the newest `MAX_REQUEST_IMAGES` (or `MAX_REQUEST_IMAGE_BYTES`) left out. The log
+    itself keeps every item for people."""
     start = 0
     pruned: set[str] = set()
     for index, item in enumerate(history):
@@ -63,10 +68,43 @@ def model_items(history: Sequence[Item]) -> list[Item]:
             pruned.update(item.compaction.pruned_item_ids)
             if item.compaction.summarized:
                 start = index
-    return [
+    seen = [
         attrs.evolve(item, content=[Content(type="text", text=PRUNED_TEXT)]) if item.id in pruned else item
         for item in history[start:]
     ]
+    return _newest_images(seen)
+
+
+def _newest_images(items: list[Item]) -> list[Item]:
+    """`items` with the images past the request's budget (counted from the newest) replaced by a note."""
+    count = size = 0
+    kept: list[Item] = []
+    for item in reversed(items):
+        content = item.content or []
+        if any(part.type == "image" for part in content):
+            parts = []
+            for part in reversed(content):
+                if part.type == "image":
+                    count += 1
+                    size += _decoded_size(part)
+                    if count > MAX_REQUEST_IMAGES or size > MAX_REQUEST_IMAGE_BYTES:
+                        part = Content(type="text", text=_left_out(part))
+                parts.append(part)
+            item = attrs.evolve(item, content=parts[::-1])
+        kept.append(item)
+    return kept[::-1]
+
+
+def _decoded_size(image: Content) -> int:
+    return len((image.data or "").rstrip("=")) * 3 // 4  # base64: 4 characters for 3 bytes
+
+
+def _left_out(image: Content) -> str:
+    size = _decoded_size(image)
+    return (
+        f"[an earlier image ({image.mime_type}, {size / 2**20:.1f} MiB) left out: a request carries the newest "
+        f"{MAX_REQUEST_IMAGES} images, {MAX_REQUEST_IMAGE_BYTES // 2**20} MiB at most]"
+    )
 
 
 def estimate_request(instructions: str, tools: Iterable[ToolSpec], history: Sequence[Item]) -> int:

@@ -36,6 +36,7 @@ from openvaala_lsp.model import (
     TurnStatus,
     new_id,
 )
+from openvaala_lsp.runtime.context import MAX_REQUEST_IMAGE_BYTES
 from openvaala_lsp.runtime.state import MAX_IMAGE_BYTES
 from openvaala_lsp.storage import opening
 from openvaala_lsp.storage.duckdb_store import DuckDBStorage
@@ -151,7 +152,11 @@ async def test_fourteen_screenshots_then_list_items_a_restart_and_a_turn(
         await again.submit("what changed across them?")
         turn = await again.turn_completed()
         assert turn["status"] == "completed", turn
-        assert sent_images(provider) == shots
+        # the newest that fit one request's budget, the older ones named in their place
+        fit = MAX_REQUEST_IMAGE_BYTES // MAX_IMAGE_BYTES
+        assert sent_images(provider) == shots[-fit:]
+        [*_, request] = provider.requests_for("openai-chat")
+        assert json.dumps(request.json).count("an earlier image (image/png, 5.0 MiB) left out") == 14 - fit
         assert images_of(await all_items(second, session.id)) == shots
     finally:
         await second.stop()
@@ -209,7 +214,7 @@ async def test_two_hundred_images_of_5_mib(home: Path, workspace: Path, provider
     assert len(blob_files(home)) == 200
 
     env = {"FAKE_API_KEY": API_KEY}
-    for _ in range(2):  # a start, and a start after it
+    for start in range(2):  # a start, and a start after it (which finds the first one's turn too)
         lsp = await LspClient.spawn(home, cwd=workspace, env=env, args=["--standalone"])
         try:
             await lsp.initialize([workspace])
@@ -219,10 +224,15 @@ async def test_two_hundred_images_of_5_mib(home: Path, workspace: Path, provider
             usage = await lsp.call(
                 "getSessionContextUsage", {"conversationId": conversation_id, "sessionId": session_id}, timeout=120
             )
-            assert len(usage["items"]) == 400
+            assert len(usage["items"]) == 400 + 2 * start
             memory = await lsp.call("query", {"sql": "SELECT sum(memory_usage_bytes) AS used FROM duckdb_memory()"})
             assert memory["rows"][0][0] < 64 * 1024 * 1024, "DuckDB holds the images"
             assert session.snapshot["pendingInputs"] == []
+            provider.enqueue("openai-chat", ChatStream().text("seen them").finish().response())
+            await session.submit("what do they show?")
+            assert (await session.turn_completed())["status"] == "completed"
+            assert len(sent_images(provider)) == MAX_REQUEST_IMAGE_BYTES // MAX_IMAGE_BYTES  # not 1 GB of them
+            forget_requests(provider)
         finally:
             await lsp.shutdown()
 
