@@ -16,10 +16,12 @@ from typing import Any
 import duckdb
 import pytest
 
+from openvaala_lsp import compact_json
 from openvaala_lsp.model import Conversation, Session
 from openvaala_lsp.storage import StorageClosedError, StorageLockedError
-from openvaala_lsp.storage.duckdb_store import DuckDBStorage
-from openvaala_lsp.storage.errors import QueryError
+from openvaala_lsp.storage.duckdb_store import QUERY_THREADS, DuckDBStorage
+from openvaala_lsp.storage.errors import QueryError, StorageOutOfMemory
+from openvaala_lsp.storage.interfaces import SqlResult
 from openvaala_lsp.storage.sql import MAX_ERROR_CHARS, READ_ONLY_CONFIG, QueryJob, query_file
 from openvaala_lsp.storage.writer import Run
 
@@ -214,13 +216,36 @@ async def test_limit_caps_rows_and_truncated_says_more_existed(storage: DuckDBSt
     assert empty.rows == [] and empty.truncated is False and len(empty.columns) == 17
 
 
-def test_a_result_over_the_byte_budget_is_truncated_but_never_empty() -> None:
+def run_job(sql: str, max_bytes: int) -> SqlResult:
     con = duckdb.connect(config=READ_ONLY_CONFIG)
-    result = QueryJob(con.cursor(), "SELECT repeat('x', 1000) FROM range(100)", [], 1000, max_bytes=5000).run()
-    assert result.truncated is True and 3 <= len(result.rows) < 10
-    huge = QueryJob(con.cursor(), "SELECT repeat('x', 10000)", [], 1000, max_bytes=5000).run()
-    assert len(huge.rows) == 1 and huge.truncated is False
-    con.close()
+    try:
+        return QueryJob(con.cursor(), sql, [], 1000, max_bytes=max_bytes).run()
+    finally:
+        con.close()
+
+
+def test_a_result_stays_within_its_byte_budget_as_the_wire_encodes_it() -> None:
+    narrow = run_job("SELECT repeat('x', 1000) FROM range(100)", 5000)
+    assert narrow.truncated is True and len(narrow.rows) == 4
+    wide = run_job("SELECT repeat('é', 1000) FROM range(100)", 5000)  # bytes, not characters: é takes two
+    assert wide.truncated is True and len(wide.rows) == 2
+    for result in (narrow, wide):
+        assert len(compact_json.dumps(result.rows)) <= 5000
+
+
+def test_a_value_over_its_columns_share_of_the_budget_is_cut_and_says_so() -> None:
+    result = run_job("SELECT repeat('x', 10000) AS t, [repeat('y', 10000)] AS l, 7 AS n", 3000)
+    [[text, listed, number]] = result.rows
+    assert result.truncated is True and number == 7
+    kept = text.partition("…")[0]
+    assert set(kept) == {"x"} and text == f"{kept}…[cut: the first {len(kept):,} of 10,000 characters]"
+    assert listed.startswith('["yyy') and listed.endswith(" of 10,004 characters of its JSON]")
+    for value in (text, listed):  # each within its share, 3000 / 3 columns
+        assert 900 < len(compact_json.dumps(value)) <= 1000
+    [[escaped]] = run_job("SELECT repeat(chr(1), 10000)", 1000).rows  # \u0001: six bytes each
+    assert 900 < len(compact_json.dumps(escaped)) <= 1000 and escaped.endswith(" of 10,000 characters]")
+    whole = run_job("SELECT repeat('x', 500) AS t, [1, 2] AS l", 3000)
+    assert whole.rows == [["x" * 500, [1, 2]]] and whole.truncated is False
 
 
 async def test_sql_errors_carry_duckdbs_message_bounded(storage: DuckDBStorage) -> None:
@@ -363,7 +388,7 @@ async def test_writes_and_reads_go_on_while_a_query_runs(storage: DuckDBStorage)
 
 
 async def test_cancelling_the_caller_interrupts_the_query(storage: DuckDBStorage) -> None:
-    running = [asyncio.ensure_future(storage.query(FOREVER, [], 10)) for _ in range(3)]  # one waits for a thread
+    running = [asyncio.ensure_future(storage.query(FOREVER, [], 10)) for _ in range(QUERY_THREADS + 1)]  # one waits
     await asyncio.sleep(0.1)  # let them start; what follows holds either way
     for task in running:
         task.cancel()
@@ -378,7 +403,7 @@ async def test_cancelling_the_caller_interrupts_the_query(storage: DuckDBStorage
 
 async def test_closing_the_storage_interrupts_running_and_waiting_queries(db_path: str) -> None:
     store = await DuckDBStorage.open(db_path)
-    running = [asyncio.ensure_future(store.query(FOREVER, [], 10)) for _ in range(3)]
+    running = [asyncio.ensure_future(store.query(FOREVER, [], 10)) for _ in range(QUERY_THREADS + 1)]
     await asyncio.sleep(0.1)
     await store.close()  # returns: the queries were interrupted
     for task in running:
@@ -386,6 +411,30 @@ async def test_closing_the_storage_interrupts_running_and_waiting_queries(db_pat
             await task
     with pytest.raises(StorageClosedError):
         await store.query("SELECT 1", [], 10)
+
+
+async def test_a_caller_that_times_out_interrupts_the_query(storage: DuckDBStorage) -> None:
+    waiting = [asyncio.ensure_future(storage.query(FOREVER, [], 10)) for _ in range(QUERY_THREADS)]
+    await asyncio.sleep(0.1)  # they hold every thread: what follows holds either way
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.05):  # waiting for a thread: it never starts
+            await storage.query(FOREVER, [], 10)
+    for task in waiting:
+        task.cancel()
+    await asyncio.gather(*waiting, return_exceptions=True)
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.05):  # running: interrupted
+            await storage.query(FOREVER, [], 10)
+    assert storage._queries == {}
+    await storage.checkpoint()  # no transaction of it is left open
+    assert await rows(storage, "SELECT 42") == [[42]]
+
+
+async def test_running_out_of_memory_is_no_fault_of_the_sql(storage: DuckDBStorage) -> None:
+    sql = "SELECT length(string_agg(repeat('x', 1000 + (range % 7)::INT), ',')) FROM range(1000000)"
+    with pytest.raises(StorageOutOfMemory, match=r"memory_limit is 128MB\): Out of Memory Error: failed to allocate"):
+        await storage.query(sql, [], 10)
+    assert await rows(storage, "SELECT 42") == [[42]]
 
 
 # A file no runtime holds (`openvaala sql` without a host)

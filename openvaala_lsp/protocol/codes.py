@@ -16,6 +16,7 @@ CODES: dict[str, int] = {
     errors.NotFound.kind: -32017,
     errors.InvalidState.kind: -32018,
     errors.WorkspaceDenied.kind: -32019,
+    errors.Overloaded.kind: -32021,
     errors.InvalidParams.kind: -32602,
     **dict(
         (

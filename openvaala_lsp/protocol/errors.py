@@ -69,6 +69,11 @@ class WorkspaceDenied(RuntimeApiError):
     default_message = "directory is outside the workspace folders"
 
 
+class Overloaded(RuntimeApiError):
+    kind = "overloaded"
+    default_message = "too many requests in flight on this connection; retry later"
+
+
 class InvalidParams(RuntimeApiError):
     """Semantically invalid input the type system cannot catch (an empty title, an oversized image).
     The message ends with the field path, e.g. `image larger than 5 MiB @ $.content[0].data`."""
@@ -88,5 +93,6 @@ ALL_ERRORS: tuple[type[RuntimeApiError], ...] = (
     NotFound,
     InvalidState,
     WorkspaceDenied,
+    Overloaded,
     InvalidParams,
 )

@@ -51,6 +51,11 @@ _UNION_NAMES: dict[Any, str] = {events.ConversationEvent: "ConversationEvent", e
 _VALIDATOR_SCHEMAS: dict[Any, dict[str, Any]] = {
     api._check_limit: {"minimum": 1, "maximum": api.MAX_LIMIT, "default": api.DEFAULT_LIMIT},
     api._check_query_limit: {"minimum": 1, "maximum": api.MAX_QUERY_LIMIT, "default": api.DEFAULT_QUERY_LIMIT},
+    api._check_query_timeout: {
+        "minimum": 1,
+        "maximum": api.MAX_QUERY_TIMEOUT_MS,
+        "default": api.DEFAULT_QUERY_TIMEOUT_MS,
+    },
     api._check_environment: {"items": {"pattern": "^[^=]+="}},
 }
 
@@ -218,7 +223,8 @@ def _reachable(root: Any, defs: dict[str, Any]) -> dict[str, Any]:
 
 
 _ERROR_NOTES = {
-    "internal": "a bug in the server; the message names what failed (never a traceback), the server logs the details",
+    "internal": "a bug in the server (it logs the details), or a limit it ran into (a query's time limit, the "
+    "database's memory); the message names what failed (never a traceback)",
     "serverNotInitialized": "a request before `initialize`",
     "parseError": "the body is not JSON (NaN and Infinity are not JSON), or its framing is broken; `id` is null "
     "unless a top-level id could be read from the body's first bytes",

@@ -121,6 +121,7 @@ class Runtime:
 
     def disconnect(self, client: Client) -> None:
         self.state.live.disconnect(client)
+        self.history.disconnect(client)
 
     # Conversations
 

@@ -3,21 +3,36 @@ history, and its export as Parquet. Nothing here changes state (an export record
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 from openvaala_lsp.definitions import ModelDefinition
 from openvaala_lsp.model import ContextUsage, Item, LoggedItem, ModelRef, Order, Page, Session, TokenUsage, Turn
 from openvaala_lsp.protocol import api
-from openvaala_lsp.protocol.errors import InvalidParams, NoModelConfigured, NotFound, RuntimeStopped, SessionNotFound
+from openvaala_lsp.protocol.errors import (
+    InvalidParams,
+    NoModelConfigured,
+    NotFound,
+    Overloaded,
+    RuntimeApiError,
+    RuntimeStopped,
+    SessionNotFound,
+)
 from openvaala_lsp.runtime import usage_export
 from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.model_clients import resolve_model
 from openvaala_lsp.runtime.state import RuntimeState
-from openvaala_lsp.storage.errors import QueryError, StorageClosedError
-from openvaala_lsp.storage.interfaces import all_session_items
+from openvaala_lsp.storage.errors import QueryError, StorageClosedError, StorageOutOfMemory
+from openvaala_lsp.storage.interfaces import MAX_RESULT_BYTES, all_session_items
+
+# queries one client runs at once: the storage's pool has more threads, so another client finds one
+QUERIES_PER_CLIENT = 2
 
 
 class History:
     def __init__(self, state: RuntimeState) -> None:
         self.state = state
+        self._queries: dict[Client, set[asyncio.Task[Any]]] = {}  # each client's running queries
 
     async def list_sessions(self, client: Client, params: api.ListSessionsParams) -> Page[Session, str]:
         state = self.state
@@ -135,20 +150,48 @@ class History:
         )
 
     async def query(self, client: Client, params: api.QueryParams) -> api.QueryResult:
-        """SQL on the history; cancelling the call interrupts the query."""
+        """SQL on the history; cancelling the call, or the client going, interrupts the query."""
+        running = self._queries.setdefault(client, set())
+        if len(running) >= QUERIES_PER_CLIENT:
+            raise Overloaded(f"{QUERIES_PER_CLIENT} queries of this connection are running: wait for one, or cancel it")
+        task = asyncio.current_task()
+        assert task is not None
+        running.add(task)
+        timeout_ms = params.timeout_ms or api.DEFAULT_QUERY_TIMEOUT_MS
         try:
-            result = await self.state.storage.query(
-                params.sql, params.parameters or [], params.limit or api.DEFAULT_QUERY_LIMIT
-            )
+            async with asyncio.timeout(timeout_ms / 1000):  # cancels the call, which interrupts the query
+                result = await self.state.storage.query(
+                    params.sql,
+                    params.parameters or [],
+                    params.limit or api.DEFAULT_QUERY_LIMIT,
+                    max_bytes=min(MAX_RESULT_BYTES, self.state.answer_bytes()),
+                )
         except QueryError as exc:
             raise InvalidParams(f"{exc.message} @ $.{exc.field}") from None
+        except TimeoutError:
+            raise RuntimeApiError(  # kind `internal`: no kind of protocol 0.4 says "took too long"
+                f"the query ran past its time limit of {timeout_ms} ms and was stopped: narrow it, or give it"
+                f" more time with timeoutMs (at most {api.MAX_QUERY_TIMEOUT_MS})"
+            ) from None
+        except StorageOutOfMemory as exc:  # what the query asked of DuckDB, not a fault of the runtime's
+            raise RuntimeApiError(f"{exc}; narrow the query: fewer or shorter rows, less to sort or group") from None
         except StorageClosedError:
             raise RuntimeStopped() from None
+        finally:
+            running.discard(task)
+            if not running and self._queries.get(client) is running:
+                del self._queries[client]
         return api.QueryResult(
             columns=[api.QueryColumn(name=c.name, type=c.type) for c in result.columns],
             rows=result.rows,
             truncated=result.truncated,
         )
+
+    def disconnect(self, client: Client) -> None:
+        """The client went away: its queries stop, also where the transport did not cancel them."""
+        for task in self._queries.pop(client, ()):
+            if not task.cancelling():  # a second cancel would cut short the interrupting of the first
+                task.cancel()
 
     async def export_usage(self, client: Client, params: api.ExportUsageParams) -> api.ExportUsageResult:
         """The analytic views' new rows as Parquet, written on a thread of the storage's own."""

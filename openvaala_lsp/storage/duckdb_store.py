@@ -4,7 +4,7 @@ Threads: the event loop only queues writes (see `writer.py`) and awaits futures;
 journal thread makes them durable and its DuckDB thread commits them in batches; one reader thread
 runs the queries on its own cursor. DuckDB 2.0 refuses
 overlapping calls on one connection, so each thread has its own `cursor()`. The SQL of
-`openvaala/query` (`sql.py`) runs on two more threads, each query on a cursor of its own, so a long
+`openvaala/query` (`sql.py`) runs on four more threads, each query on a cursor of its own, so a long
 query holds up neither the writer nor the reader.
 """
 
@@ -62,11 +62,10 @@ from openvaala_lsp.storage.errors import (
     StorageClosedError,
     StorageError,
     StorageLockedError,
-    StorageOutOfMemory,
 )
-from openvaala_lsp.storage.interfaces import ExportOutcome, ExportRequest, SqlResult
+from openvaala_lsp.storage.interfaces import MAX_RESULT_BYTES, ExportOutcome, ExportRequest, SqlResult
 from openvaala_lsp.storage.journal import Journal
-from openvaala_lsp.storage.opening import CONFIG, connect_file, wal_of
+from openvaala_lsp.storage.opening import connect_file, out_of_memory, wal_of
 from openvaala_lsp.storage.sql import QueryJob, stop
 from openvaala_lsp.storage.writer import Append, BatchWriter, Delete, Files, Op, Put, Run, Update
 
@@ -74,7 +73,7 @@ __all__ = ["DuckDBStorage", "InvalidCursor", "StorageClosedError", "StorageError
 
 T = TypeVar("T")
 
-QUERY_THREADS = 2  # a quick query need not wait behind a slow one
+QUERY_THREADS = 4  # a quick query need not wait behind slow ones: a connection runs at most 2 at once
 EXPORTED_IDS_PER_WRITE = 2000  # a few ms of appending each: a turn's writes go in between
 
 # Files this process has open: DuckDB would hand a second open of the same file the same database
@@ -192,11 +191,13 @@ class DuckDBStorage:
 
     # SQL
 
-    async def query(self, sql: str, parameters: list[Any], limit: int) -> SqlResult:
+    async def query(
+        self, sql: str, parameters: list[Any], limit: int, *, max_bytes: int = MAX_RESULT_BYTES
+    ) -> SqlResult:
         self._check_open()
         if self._writer.answered_unseen():  # a turn's end, say: the query must count it
             await _wait(self._writer.barrier(visible=True))
-        job = QueryJob(self._con.cursor(), sql, parameters, limit)  # `con` is otherwise idle after open
+        job = QueryJob(self._con.cursor(), sql, parameters, limit, max_bytes=max_bytes)  # `con` is idle after open
         try:
             done = self._query_pool.submit(job.run)
         except RuntimeError:  # the pool was shut down by close()
@@ -205,7 +206,7 @@ class DuckDBStorage:
         self._queries[job] = done
         try:
             return await asyncio.wrap_future(done)
-        except asyncio.CancelledError:
+        except asyncio.CancelledError:  # the caller went or timed out, or close() came first
             await stop(job, done)
             task = asyncio.current_task()
             if self._closed and task is not None and not task.cancelling():
@@ -511,11 +512,6 @@ async def _wait(future: Future[T]) -> T:
         return await _awaitable(future)
     except duckdb.OutOfMemoryException as exc:
         raise out_of_memory(exc) from exc
-
-
-def out_of_memory(exc: duckdb.OutOfMemoryException) -> StorageOutOfMemory:
-    """DuckDB's error with the limit it ran into, for the user (its first line says what it failed at)."""
-    return StorageOutOfMemory(CONFIG["memory_limit"], str(exc).partition("\n")[0])
 
 
 def _awaitable(future: Future[T]) -> asyncio.Future[T]:

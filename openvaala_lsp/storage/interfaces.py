@@ -180,9 +180,15 @@ class SqlColumn(FieldRepr):
     type: str  # DuckDB's name of the type, e.g. "BIGINT", "TIMESTAMP WITH TIME ZONE", "VARCHAR[]"
 
 
+# The rows' JSON of a query stays within this many bytes (`truncated`), a quarter of the message
+# limit: a row limit alone let six 50 MB values make one 300 MB answer.
+MAX_RESULT_BYTES = 16 << 20
+
+
 @attrs.frozen
 class SqlResult(FieldRepr):
-    """Rows of JSON values (see `sql_values`); `truncated`: more rows existed than are here."""
+    """Rows of JSON values (see `sql_values`); `truncated`: more rows existed than are here, or a value
+    was cut."""
 
     columns: list[SqlColumn]
     rows: list[list[Any]]
@@ -190,11 +196,14 @@ class SqlResult(FieldRepr):
 
 
 class SqlStorage(Protocol):
-    async def query(self, sql: str, parameters: list[Any], limit: int) -> SqlResult:
+    async def query(
+        self, sql: str, parameters: list[Any], limit: int, *, max_bytes: int = MAX_RESULT_BYTES
+    ) -> SqlResult:
         """Runs one read-only statement on its own cursor and thread: it sees what was committed when
-        it started, never waits for the writer and never holds it up. At most `limit` rows. Raises
-        `QueryError` for a statement that is not read-only or fails, `StorageClosedError` if the store
-        closes meanwhile. Cancelling the caller interrupts the query."""
+        it started, never waits for the writer and never holds it up. At most `limit` rows and
+        `max_bytes` of JSON (a long value is cut to its column's share). Raises `QueryError` for a
+        statement that is not read-only or fails, `StorageOutOfMemory`, `StorageClosedError` if the
+        store closes meanwhile. Cancelling the caller (or its timeout) interrupts the query."""
 
     async def export_usage(self, request: ExportRequest) -> ExportOutcome:
         """Writes the analytic views' rows that are new for `request.directory` as Parquet and records

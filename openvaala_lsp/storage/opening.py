@@ -12,7 +12,7 @@ from typing import Any
 from openvaala_lsp.paths import make_private
 from openvaala_lsp.storage import blobs, journal, template
 from openvaala_lsp.storage.engine import duckdb
-from openvaala_lsp.storage.errors import StorageLockedError
+from openvaala_lsp.storage.errors import StorageLockedError, StorageOutOfMemory
 from openvaala_lsp.storage.migrations import migrate
 
 Connections = tuple[
@@ -31,6 +31,11 @@ CONFIG: dict[str, Any] = {
     # the runtime never reads or writes other files through DuckDB; off, user SQL cannot either (sql.py)
     "enable_external_access": False,
 }
+
+
+def out_of_memory(exc: duckdb.OutOfMemoryException) -> StorageOutOfMemory:
+    """DuckDB's error with the limit it ran into, for the user (its first line says what it failed at)."""
+    return StorageOutOfMemory(CONFIG["memory_limit"], str(exc).partition("\n")[0])
 
 
 def connect(path: str, config: dict[str, Any], *, read_only: bool = False) -> duckdb.DuckDBPyConnection:

@@ -26,7 +26,7 @@ from openvaala_lsp.model import (
     TurnId,
 )
 from openvaala_lsp.storage import cursors
-from openvaala_lsp.storage.interfaces import ExportOutcome, ExportRequest, SqlResult, Storage
+from openvaala_lsp.storage.interfaces import MAX_RESULT_BYTES, ExportOutcome, ExportRequest, SqlResult, Storage
 from openvaala_lsp.storage.memory import MemoryStorage, conversation_sort_key
 
 
@@ -192,8 +192,10 @@ class SplitStorage:
 
     # SQL and the database's life: the database only (ephemeral conversations are in no table)
 
-    async def query(self, sql: str, parameters: list[Any], limit: int) -> SqlResult:
-        return await self.durable.query(sql, parameters, limit)
+    async def query(
+        self, sql: str, parameters: list[Any], limit: int, *, max_bytes: int = MAX_RESULT_BYTES
+    ) -> SqlResult:
+        return await self.durable.query(sql, parameters, limit, max_bytes=max_bytes)
 
     async def export_usage(self, request: ExportRequest) -> ExportOutcome:
         return await self.durable.export_usage(request)  # ephemeral conversations are never exported

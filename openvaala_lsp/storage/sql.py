@@ -23,17 +23,17 @@ grows past `checkpoint_threshold` and is folded in by the first commit after the
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import threading
 from concurrent.futures import Future
 from typing import Any
 
+from openvaala_lsp import compact_json
 from openvaala_lsp.storage.engine import duckdb
-from openvaala_lsp.storage.errors import QueryCancelled, QueryError
-from openvaala_lsp.storage.interfaces import SqlColumn, SqlResult
+from openvaala_lsp.storage.errors import QueryCancelled, QueryError, StorageError
+from openvaala_lsp.storage.interfaces import MAX_RESULT_BYTES, SqlColumn, SqlResult
 from openvaala_lsp.storage.migrations import LATEST_VERSION, current_version, migrate
-from openvaala_lsp.storage.opening import connect, journal_ahead, land_journal
+from openvaala_lsp.storage.opening import connect, journal_ahead, land_journal, out_of_memory
 from openvaala_lsp.storage.sql_values import Convert, converter, type_name
 
 log = logging.getLogger(__name__)
@@ -46,12 +46,13 @@ READ_ONLY_CONFIG: dict[str, Any] = {
     "autoload_known_extensions": False,
 }
 MAX_ERROR_CHARS = 500
-# Past this many bytes of JSON the result stops early (`truncated`): a row limit alone does not bound
-# the reply when rows carry whole item payloads.
-MAX_RESULT_BYTES = 32 << 20
+MIN_VALUE_BYTES = 256  # a value's share of `MAX_RESULT_BYTES` when there are thousands of columns
+CUT_MARKER_BYTES = 80  # "…[cut: the first 2,796,120 of 50,000,000 characters of its JSON]", with room
 FETCH_ROWS = 1000
 INTERRUPT_RETRY = 0.02
 INTERRUPT_ATTEMPTS = 500  # about 10 s; DuckDB checks for an interrupt at every vector, so never needed
+# DuckDB failing, not the statement: these are no `invalidParams` (running out of memory says so)
+_NOT_THE_SQL = (duckdb.InternalException, duckdb.FatalException, duckdb.IOException)
 ALLOWED = "SELECT, WITH, FROM, VALUES, DESCRIBE, SHOW, SUMMARIZE or EXPLAIN"
 # DuckDB's statement types by what the user wrote, where the two differ
 _LABELS = {
@@ -148,6 +149,10 @@ class QueryJob:
         except duckdb.Error as exc:
             if self._cancelled or isinstance(exc, duckdb.InterruptException):
                 raise QueryCancelled() from None
+            if isinstance(exc, duckdb.OutOfMemoryException):
+                raise out_of_memory(exc) from None
+            if isinstance(exc, _NOT_THE_SQL):
+                raise StorageError(f"the database failed: {_bounded(str(exc))}") from None
             raise QueryError("sql", _bounded(str(exc))) from None
         finally:
             self.close()
@@ -157,28 +162,66 @@ class QueryJob:
             raise QueryCancelled()
 
     def _fetch(self, converters: list[Convert]) -> tuple[list[list[Any]], bool]:
-        """At most `limit` rows and about `max_bytes` of JSON; True if more rows existed. Fetches at
-        most one row past the limit: DuckDB computes results as they are fetched."""
+        """At most `limit` rows and `max_bytes` of JSON as the wire encodes it; True if more rows
+        existed or a value was cut. DuckDB hands a row over whole, so rows come a few at a time while
+        they are big, and a value takes at most its column's share of the budget: a first row of six
+        50 MB strings fits too. Fetches at most one row past the limit: DuckDB computes results as
+        they are fetched."""
         rows: list[list[Any]] = []
+        share = max(MIN_VALUE_BYTES, self._max_bytes // max(1, len(converters)))
         size = 0
+        cut = False
         while True:
             self._check_cancelled()
-            chunk = self._cursor.fetchmany(min(FETCH_ROWS, self._limit + 1 - len(rows)))
+            average = size // len(rows) if rows else self._max_bytes  # one row first, then as many as fit
+            fit = (self._max_bytes - size) // average
+            chunk = self._cursor.fetchmany(max(1, min(fit, FETCH_ROWS, self._limit + 1 - len(rows))))
             if not chunk:
-                return rows, False
+                return rows, cut
             for raw in chunk:
                 if len(rows) == self._limit:
                     return rows, True
-                row = [None if v is None else convert(v) for convert, v in zip(converters, raw, strict=True)]
-                size += len(json.dumps(row, ensure_ascii=False))
-                if rows and size > self._max_bytes:
+                row = []
+                for convert, value in zip(converters, raw, strict=True):
+                    kept, was_cut = _fit(None if value is None else convert(value), share)
+                    row.append(kept)
+                    cut = cut or was_cut
+                row_bytes = len(compact_json.dumps(row)) + 1  # and its comma
+                if rows and size + row_bytes > self._max_bytes:
                     return rows, True
                 rows.append(row)
+                size += row_bytes
+
+
+def _fit(value: Any, share: int) -> tuple[Any, bool]:
+    """`value`, or, when its JSON takes more than `share` bytes, a string of its start that says it was
+    cut (a list or object as its JSON text); True if cut. A long string is never encoded whole."""
+    if isinstance(value, str):
+        if len(value) * 6 + 2 <= share or (len(value) < share and _json_bytes(value) <= share):  # 6: \u001f
+            return value, False
+        text, of = value, "characters"
+    elif isinstance(value, (list, dict)):
+        encoded = compact_json.dumps(value)
+        if len(encoded) <= share:
+            return value, False
+        text, of = encoded.decode(), "characters of its JSON"
+    else:
+        return value, False  # a number, a boolean: a few bytes
+    room = share - CUT_MARKER_BYTES
+    keep = room
+    while (measured := _json_bytes(text[:keep])) > room:  # escapes and multi-byte characters take more
+        keep = min(keep - 1, keep * room // measured)
+    return f"{text[:keep]}…[cut: the first {keep:,} of {len(text):,} {of}]", True
+
+
+def _json_bytes(text: str) -> int:
+    return len(compact_json.dumps(text))
 
 
 async def stop(job: QueryJob, done: Future[SqlResult]) -> None:
     """Interrupts `job` until the thread running it (`done`) lets go; one interrupt can land before
-    DuckDB has started the query."""
+    DuckDB has started the query. A job still waiting for a thread never starts."""
+    done.cancel()
     for _ in range(INTERRUPT_ATTEMPTS):
         if done.done():
             return

@@ -15,7 +15,8 @@ from processes import alive
 from turn_helpers import STANDALONE, query, start
 
 FOREVER = "SELECT count(*) FROM range(1000000000000000)"  # never ends on its own
-QUERY_THREADS = 2  # the runtime's query threads: occupying both shows whether a cancelled query let go
+QUERY_THREADS = 4  # the runtime's query threads: occupying all shows whether a cancelled query let go
+PER_CLIENT = 2  # queries one connection may run at once
 
 
 @pytest.fixture
@@ -35,7 +36,7 @@ async def until(predicate: Any, what: str) -> None:
 
 
 async def test_cancel_request_interrupts_long_queries(client: LspClient) -> None:
-    sent = [await client.send_request("openvaala/query", {"sql": FOREVER}) for _ in range(QUERY_THREADS)]
+    sent = [await client.send_request("openvaala/query", {"sql": FOREVER}) for _ in range(PER_CLIENT)]
     for msg_id, _ in sent:
         await client.notify("$/cancelRequest", {"id": msg_id})
     for _, answer in sent:
@@ -49,13 +50,14 @@ async def test_cancel_request_interrupts_long_queries(client: LspClient) -> None
 async def test_an_editor_leaving_mid_query_interrupts_it(home: Path, workspace: Path) -> None:
     staying = await LspClient.spawn(home, cwd=workspace)
     await staying.initialize([workspace])
-    leaving = await LspClient.spawn(home, cwd=workspace)
-    await leaving.initialize([workspace])
-    for _ in range(QUERY_THREADS):
-        await leaving.send_request("openvaala/query", {"sql": FOREVER})
-    await leaving.call("isIdle")  # answered after the host has started the queries sent before it
-    leaving.kill()
-    await leaving.close()
+    for _ in range(QUERY_THREADS // PER_CLIENT):  # together they take every query thread
+        leaving = await LspClient.spawn(home, cwd=workspace)
+        await leaving.initialize([workspace])
+        for _ in range(PER_CLIENT):
+            await leaving.send_request("openvaala/query", {"sql": FOREVER})
+        await leaving.call("isIdle")  # answered after the host has started the queries sent before it
+        leaving.kill()
+        await leaving.close()
     assert (await query(staying, "SELECT 42 AS answer"))["rows"] == [[42]]
     host = int((home / "run" / "host.pid").read_text())
     assert await staying.shutdown() == 0

@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Any
 from openvaala_lsp.protocol.api.common import (
     DEFAULT_LIMIT as DEFAULT_LIMIT,
     DEFAULT_QUERY_LIMIT as DEFAULT_QUERY_LIMIT,
+    DEFAULT_QUERY_TIMEOUT_MS as DEFAULT_QUERY_TIMEOUT_MS,
     MAX_LIMIT as MAX_LIMIT,
     MAX_QUERY_LIMIT as MAX_QUERY_LIMIT,
+    MAX_QUERY_TIMEOUT_MS as MAX_QUERY_TIMEOUT_MS,
     ApprovalDecision as ApprovalDecision,
     ApprovalRequest as ApprovalRequest,
     EmptyResult as EmptyResult,
@@ -29,6 +31,7 @@ from openvaala_lsp.protocol.api.common import (
     _check_environment as _check_environment,
     _check_limit as _check_limit,
     _check_query_limit as _check_query_limit,
+    _check_query_timeout as _check_query_timeout,
 )
 
 # the types of each module, by name

@@ -23,6 +23,9 @@ DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
 DEFAULT_QUERY_LIMIT = 10_000
 MAX_QUERY_LIMIT = 100_000
+# an analytic query over months of history takes seconds; a minute is its default, ten its most
+DEFAULT_QUERY_TIMEOUT_MS = 60_000
+MAX_QUERY_TIMEOUT_MS = 600_000
 
 
 def _check_limit(instance: Any, attribute: attrs.Attribute[int | None], value: int | None) -> None:
@@ -33,6 +36,11 @@ def _check_limit(instance: Any, attribute: attrs.Attribute[int | None], value: i
 def _check_query_limit(instance: Any, attribute: attrs.Attribute[int | None], value: int | None) -> None:
     if value is not None and not 1 <= value <= MAX_QUERY_LIMIT:
         raise FieldError(attribute.name, f"must be between 1 and {MAX_QUERY_LIMIT}")
+
+
+def _check_query_timeout(instance: Any, attribute: attrs.Attribute[int | None], value: int | None) -> None:
+    if value is not None and not 1 <= value <= MAX_QUERY_TIMEOUT_MS:
+        raise FieldError(attribute.name, f"must be between 1 and {MAX_QUERY_TIMEOUT_MS}")
 
 
 def _check_environment(instance: Any, attribute: attrs.Attribute[list[str] | None], value: list[str] | None) -> None:

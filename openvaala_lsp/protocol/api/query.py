@@ -9,17 +9,20 @@ import attrs
 from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.protocol.api.common import (
     _check_query_limit,
+    _check_query_timeout,
 )
 
 
 @attrs.define(kw_only=True)
 class QueryParams(FieldRepr):
     """One read-only statement (SELECT, WITH, FROM, VALUES, DESCRIBE, SHOW, SUMMARIZE, EXPLAIN) on the
-    history database; `parameters` fill its `?` / `$1` placeholders in order."""
+    history database; `parameters` fill its `?` / `$1` placeholders in order. A query still running
+    after `timeoutMs` is stopped."""
 
     sql: str
     parameters: list[Any] | None = None
     limit: int | None = attrs.field(default=None, validator=_check_query_limit)
+    timeout_ms: int | None = attrs.field(default=None, validator=_check_query_timeout)
 
 
 @attrs.define(kw_only=True)
@@ -30,7 +33,8 @@ class QueryColumn(FieldRepr):
 
 @attrs.define(kw_only=True)
 class QueryResult(FieldRepr):
-    """`rows` hold JSON values in column order; `truncated`: more rows existed than were returned."""
+    """`rows` hold JSON values in column order; `truncated`: the answer is not all of it (more rows
+    existed than were returned, or a long value was cut, ending in `…[cut: ...]`)."""
 
     columns: list[QueryColumn]
     rows: list[list[Any]] = attrs.field(metadata={"json": True})  # JSON values already: sent as they are
