@@ -1,10 +1,8 @@
 """`openvaala export --parquet DIR [--redact] [--machine M] [--user U]`: the analytic views as Parquet,
 only what is new since the last export to DIR (`storage/export.py` has the layout and the rules).
 
-Like `openvaala sql`, it goes to the runtime host when one runs (`openvaala/exportUsage`: the host
-reads a snapshot on a thread of its own and records the watermark), else it opens the database itself
-while a shared hold on `host.lock` keeps hosts from starting, runs the same export and records the
-watermark in the file. No host is started for it.
+Like `openvaala sql`, it asks the runtime host, starting one when none runs (`openvaala/exportUsage`:
+the host reads a snapshot on a thread of its own and records the watermark).
 """
 
 from __future__ import annotations
@@ -17,13 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from openvaala_lsp import paths, sql_cli
-from openvaala_lsp.front.connect import FrontError, HostLink, reach_or_hold
-from openvaala_lsp.hostwire import front_hello
+from openvaala_lsp import sql_cli
+from openvaala_lsp.front.connect import HostLink
 from openvaala_lsp.lsp_peer import PeerError
-from openvaala_lsp.protocol import api
-from openvaala_lsp.protocol.converter import ParamsError, structure, unstructure
-from openvaala_lsp.rundir import UnsafeRunDir, ensure_private, run_dir
 
 CLIENT_NAME = "openvaala export"
 
@@ -39,23 +33,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--user", help="the user column (default: your user name)")
 
 
-async def export(params: dict[str, Any]) -> dict[str, Any]:
-    """The `openvaala/exportUsage` result (wire JSON), from the runtime host or done here."""
-    try:
-        request = structure(params, api.ExportUsageParams)
-        run = run_dir()
-        ensure_private(run)
-        route = await asyncio.to_thread(reach_or_hold, run, front_hello())
-    except ParamsError as exc:
-        raise ExportFailed(f"export failed: {'; '.join(exc.problems)}") from None
-    except (FrontError, UnsafeRunDir, OSError) as exc:
-        raise ExportFailed(f"cannot reach the openvaala runtime host: {exc}") from None
-    if isinstance(route, HostLink):
-        return await _via_host(route, params)
-    with route:
-        return await _on_file(request)
-
-
 def main(args: argparse.Namespace) -> int:
     directory = args.parquet.expanduser().resolve()
     params = {
@@ -65,8 +42,8 @@ def main(args: argparse.Namespace) -> int:
         "user": args.user or getpass.getuser(),
     }
     try:
-        result = asyncio.run(export(params))
-    except ExportFailed as exc:
+        result = asyncio.run(export(sql_cli.reach_host(), params))
+    except (ExportFailed, sql_cli.QueryFailed) as exc:
         print(exc, file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -77,7 +54,8 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _via_host(link: HostLink, params: dict[str, Any]) -> dict[str, Any]:
+async def export(link: HostLink, params: dict[str, Any]) -> dict[str, Any]:
+    """The `openvaala/exportUsage` result (wire JSON) from the runtime host."""
     try:
         result: dict[str, Any] = await sql_cli.host_request(link, CLIENT_NAME, "openvaala/exportUsage", params)
         return result
@@ -85,26 +63,3 @@ async def _via_host(link: HostLink, params: dict[str, Any]) -> dict[str, Any]:
         raise ExportFailed(f"export failed: {'; '.join(exc.problems) or exc}") from None
     except ConnectionError:
         raise ExportFailed("the openvaala runtime host went away during the export") from None
-
-
-async def _on_file(request: api.ExportUsageParams) -> dict[str, Any]:
-    """Only while no host can start: see the module docstring."""
-    from openvaala_lsp.runtime.usage_export import export_usage
-    from openvaala_lsp.storage.duckdb_store import DuckDBStorage
-    from openvaala_lsp.storage.errors import StorageLockedError
-
-    path = paths.database_path()
-    if not path.exists():
-        raise ExportFailed(f"no history yet at {path}")
-    try:
-        storage = await DuckDBStorage.open(str(path))
-    except StorageLockedError as exc:
-        raise ExportFailed(f"the history database is in use ({exc}); try again in a moment") from None
-    try:
-        result = await export_usage(storage, request)
-    except OSError as exc:
-        raise ExportFailed(f"export failed: cannot write to {request.directory}: {exc.strerror or exc}") from None
-    finally:
-        await storage.close()
-    answer: dict[str, Any] = unstructure(result)
-    return answer

@@ -1,14 +1,11 @@
 """`openvaala sql`: one read-only statement on the history database, printed as a table, CSV or JSON;
 `openvaala sql --schema`: the tables and views, with what each analytic column means.
 
-DuckDB lets one process hold the file, and while editors are open the runtime host holds it. So:
-- a host runs: the query goes to it over its socket, as an editor connection (`initialize`,
-  `openvaala/query`, `shutdown`, `exit`); the host runs it on a cursor and thread of its own, so it
-  neither waits for a turn nor holds one up;
-- no host runs: the file is opened read-only here, while a shared hold on `host.lock` keeps hosts
-  from starting (`front.connect.reach_or_hold`): an editor that starts meanwhile waits for the
-  query instead of failing to open the database. No host is started just to answer a query.
-Both paths take the same params and run the same `storage.sql` code: same guards, same values.
+The query goes to the runtime host over its socket, as an editor connection (`initialize`,
+`openvaala/query`, `shutdown`, `exit`); when no host runs, one is started, as an editor's front
+starts it (`front.connect.connect`). The host runs it on a cursor and thread of its own, so it
+neither waits for a turn nor holds one up, and the host's guards apply. This command never opens
+the database file: a process that held it would keep the host, and so every editor, from starting.
 """
 
 from __future__ import annotations
@@ -19,15 +16,12 @@ import io
 import json
 import os
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from openvaala_lsp import paths
-from openvaala_lsp.front.connect import FrontError, HostLink, reach_or_hold
+from openvaala_lsp.front.connect import FrontError, HostLink, connect
 from openvaala_lsp.hostwire import front_hello
 from openvaala_lsp.lsp_peer import LspPeer, PeerError
 from openvaala_lsp.protocol import api
-from openvaala_lsp.protocol.converter import ParamsError, structure
 from openvaala_lsp.rundir import UnsafeRunDir, ensure_private, run_dir
 
 MAX_CELL = 40
@@ -54,23 +48,26 @@ class QueryFailed(Exception):
     """The message is for the user."""
 
 
-async def fetch(sql: str, *, parameters: list[Any] | None = None, limit: int | None = None) -> dict[str, Any]:
-    """The `openvaala/query` result (wire JSON) for `sql`, from the runtime host or the file."""
-    given = {"sql": sql, "parameters": parameters, "limit": limit}
-    params = {key: value for key, value in given.items() if value is not None}
+def reach_host() -> HostLink:
+    """The runtime host past the hello, started when none runs. Called before any other thread of
+    this process starts, a host is forked from it, as from a front, rather than started afresh."""
     try:
-        request = structure(params, api.QueryParams)  # the host checks the same; the file path needs it
         run = run_dir()
         ensure_private(run)
-        route = await asyncio.to_thread(reach_or_hold, run, front_hello())
-    except ParamsError as exc:
-        raise QueryFailed(f"query failed: {_problems(exc.problems)}") from None
+        return connect(run, front_hello())
     except (FrontError, UnsafeRunDir, OSError) as exc:
         raise QueryFailed(f"cannot reach the openvaala runtime host: {exc}") from None
-    if isinstance(route, HostLink):
-        return await _via_host(route, params)
-    with route:
-        return await _on_file(request)
+
+
+async def fetch(
+    sql: str, *, parameters: list[Any] | None = None, limit: int | None = None, link: HostLink | None = None
+) -> dict[str, Any]:
+    """The `openvaala/query` result (wire JSON) for `sql`, over `link` or a new connection to the host."""
+    given = {"sql": sql, "parameters": parameters, "limit": limit}
+    params = {key: value for key, value in given.items() if value is not None}
+    if link is None:  # a thread: a host forked while this loop runs would find itself inside it
+        link = await asyncio.to_thread(reach_host)
+    return await _via_host(link, params)
 
 
 def render_table(result: dict[str, Any]) -> str:
@@ -153,7 +150,7 @@ def main(sql: str | None, limit: int | None = None, fmt: str = "table", schema: 
         sql, limit = SCHEMA_SQL, api.MAX_QUERY_LIMIT
     assert sql is not None
     try:
-        result = asyncio.run(fetch(sql, limit=limit))
+        result = asyncio.run(fetch(sql, limit=limit, link=reach_host()))
     except QueryFailed as exc:
         print(exc, file=sys.stderr)
         return 1
@@ -205,39 +202,11 @@ async def _via_host(link: HostLink, params: dict[str, Any]) -> dict[str, Any]:
     except PeerError as exc:
         if exc.kind == "invalidParams" and exc.problems:
             raise QueryFailed(f"query failed: {_problems(exc.problems)}") from None
+        if exc.kind == "runtimeStopped":  # stopping, or its runtime could not open the database
+            raise QueryFailed(f"the openvaala runtime host could not run the query: {exc}") from None
         raise QueryFailed(f"query failed: {exc}") from None
     except ConnectionError:
         raise QueryFailed("the openvaala runtime host went away during the query") from None
-
-
-async def _on_file(request: api.QueryParams) -> dict[str, Any]:
-    """Only while no host can start: see the module docstring."""
-    from openvaala_lsp.storage.errors import QueryError, StorageLockedError
-    from openvaala_lsp.storage.sql import query_file, stop
-
-    path = paths.database_path()
-    if not path.exists():
-        raise QueryFailed(f"no history yet at {path}")
-    limit = request.limit or api.DEFAULT_QUERY_LIMIT
-    try:
-        job = query_file(str(path), request.sql, request.parameters or [], limit)
-    except StorageLockedError as exc:
-        holder = "a process outside the runtime host (`openvaala-lsp --standalone`?)"
-        raise QueryFailed(f"the history database is held by {holder}: {exc}") from None
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="openvaala-sql") as pool:
-        done = pool.submit(job.run)
-        try:
-            result = await asyncio.wrap_future(done)
-        except asyncio.CancelledError:  # Ctrl-C
-            await stop(job, done)
-            raise
-        except QueryError as exc:
-            raise QueryFailed(f"query failed: {exc.message}") from None
-        finally:
-            if done.cancelled():
-                job.close()
-    columns = [{"name": c.name, "type": c.type} for c in result.columns]
-    return {"columns": columns, "rows": result.rows, "truncated": result.truncated}
 
 
 def _problems(problems: list[str]) -> str:

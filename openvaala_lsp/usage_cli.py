@@ -1,8 +1,8 @@
 """`openvaala usage [day|model|project|conversation|agent]`: where the tokens and the money went.
 
 Each report is one read-only query of `model_calls_v` (`storage/reports.py`), run like `openvaala sql`:
-through the runtime host's `openvaala/query` when one runs (on a cursor and thread of its own, so a
-running turn never waits), else on the file read-only. Output: a table with a bar per row, CSV or
+through the runtime host's `openvaala/query` (on a cursor and thread of its own, so a running turn
+never waits), starting the host when none runs. Output: a table with a bar per row, CSV or
 JSON; `--plot FILE.png|.svg` draws the report with matplotlib (the `plot` extra).
 """
 
@@ -97,7 +97,8 @@ def main(args: argparse.Namespace) -> int:
             raise UsageError(f"--plot makes a .png or an .svg file, not {args.plot.name!r}")
         filters = filters_from(args)
         sql, parameters = report_sql(report, filters, args.limit)
-        result = asyncio.run(sql_cli.fetch(sql, parameters=parameters, limit=api.MAX_QUERY_LIMIT))
+        link = sql_cli.reach_host()
+        result = asyncio.run(sql_cli.fetch(sql, parameters=parameters, limit=api.MAX_QUERY_LIMIT, link=link))
     except (UsageError, sql_cli.QueryFailed) as exc:
         print(exc, file=sys.stderr)
         return 1

@@ -9,7 +9,7 @@
   while the editor session is still open.
 - `openvaala sql "SELECT ..." [--limit N] [--format table|csv|json]`, `openvaala sql --schema`: queries
   the history database (conversations, sessions, turns, items, model_calls and the analytic views),
-  through the runtime host when one runs.
+  through the runtime host, started when none runs.
 - `openvaala usage [day|model|project|conversation|agent]`: token and cost reports, with bars or a plot.
 - `openvaala export --parquet DIR`: the analytic views as Parquet, only what is new since the last time.
 """

@@ -5,9 +5,8 @@ stale socket. `spawn.lock` only stops fronts that start together from spawning h
 lose `host.lock` anyway. A front spawns only while `host.lock` is free, so it waits out a host that
 is still stopping (idle exit, drain) instead of racing it for the database.
 
-A process that reads the database file itself when no host runs (`openvaala sql`) holds `host.lock`
-*shared* meanwhile (`reach_or_hold`): hosts take it exclusively, so none starts while it reads, and
-a front arriving then waits for the read to end instead of starting a host that cannot open the file.
+`openvaala sql`, `usage` and `export` reach the host the same way, starting one when none runs: only
+a host holds `host.lock`, so nothing else can keep an editor's host from starting.
 """
 
 from __future__ import annotations
@@ -69,63 +68,6 @@ def connect(run: RunDir, hello: dict[str, Any]) -> HostLink:
         # a draining host has unlinked its socket; the next round waits for it to exit, then spawns
         if time.monotonic() > deadline:
             raise FrontError(f"could not reach the openvaala runtime host at {run.socket}")
-
-
-def reach_running(run: RunDir, hello: dict[str, Any]) -> HostLink | None:
-    """The host listening now, past the hello; None when none listens or it is stopping. Starts none."""
-    sock = _try_connect(run.socket)
-    if sock is None:
-        return None
-    answered = _handshake(sock, hello)
-    if answered is None:
-        sock.close()
-        return None
-    answer, leftover = answered
-    if answer.get("ok") is True:
-        return HostLink(sock, leftover)
-    sock.close()
-    if answer.get("reason") == hostwire.DRAINING:
-        return None
-    raise FrontError(str(answer.get("message") or f"the runtime host refused this client: {answer}"))
-
-
-class HostsHeldOff:
-    """A shared hold on `host.lock`: no host runs, and none starts until `release()`."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-
-    def release(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-
-    def __enter__(self) -> HostsHeldOff:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-
-def reach_or_hold(run: RunDir, hello: dict[str, Any]) -> HostLink | HostsHeldOff:
-    """The running host, or, when none runs, a hold that keeps hosts from starting (for reading the
-    database file directly). A host that is starting or stopping is waited for, and its successor
-    started, as `connect` does."""
-    link = reach_running(run, hello)
-    if link is not None:
-        return link
-    with _Flock(run.spawn_lock, time.monotonic() + CONNECT_TIMEOUT):  # no front is mid-spawn
-        link = reach_running(run, hello)
-        if link is not None:
-            return link
-        fd = os.open(run.host_lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)  # a host holds it but does not listen: starting, or stopping
-        else:
-            return HostsHeldOff(fd)
-    return connect(run, hello)
 
 
 def _connect_or_spawn(run: RunDir, deadline: float, spawns: int) -> tuple[socket.socket, int]:
@@ -192,8 +134,7 @@ def _handshake(sock: socket.socket, hello: dict[str, Any]) -> tuple[dict[str, An
 
 
 def _host_lock_free(run: RunDir) -> bool:
-    """Only called under spawn.lock, where no host can be starting, so probing cannot make one lose.
-    Not free either while `openvaala sql` reads the file (a shared hold, see `reach_or_hold`)."""
+    """Only called under spawn.lock, where no host can be starting, so probing cannot make one lose."""
     fd = os.open(run.host_lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -268,7 +209,7 @@ def _become_host(ready_w: int, log: str, forked_from_one_thread: bool) -> NoRetu
     """The grandchild goes on in this interpreter as the host (`host.main.run`): no second interpreter
     start, and what the front imported is already there (~15 ms of a cold start, measured). It never
     returns into the front's code: it leaves with `os._exit`, after what a normal exit would flush.
-    A process that had other threads (`openvaala sql` reaches the host from a worker thread) may have
+    A process that had other threads (`openvaala demo` reaches the host from a worker thread) may have
     forked while one of them held a lock the host would need: that grandchild starts a fresh
     interpreter (`python -m openvaala_lsp.host`) instead."""
     code = 127

@@ -69,8 +69,7 @@ def run(ready_fd: int | None) -> int:
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        held = f"another host holds {directory.host_lock}, or `openvaala sql` is reading the database"
-        sys.stderr.write(f"openvaala host: {held}; exiting" + "\n")
+        sys.stderr.write(f"openvaala host: another host holds {directory.host_lock}; exiting" + "\n")
         return EXIT_LOCKED
     _write_pid(directory.pid_file)
     _start_early()

@@ -1,7 +1,6 @@
 """`exportUsage` on a store: the request from the wire's params (this machine and user unless they
-say), the result from what the store wrote. The runtime runs it, and `openvaala export` on the file
-itself while no host can start; each says in its own words what an OSError (the directory) or a
-closed store means."""
+say), the result from what the store wrote. The runtime runs it (for `openvaala export` too, which
+asks the host) and says in its own words what an OSError (the directory) or a closed store means."""
 
 from __future__ import annotations
 

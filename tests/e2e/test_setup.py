@@ -504,8 +504,9 @@ def test_doctor_sees_the_database_held_by_a_runtime(
 
 
 def test_sql_is_unchanged(user_env: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
-    assert user_cli.main(["sql", "SELECT 1"]) == 1
-    assert "no history yet" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        user_cli.main(["sql"])  # refused before any host is reached (tests/e2e/test_sql_cli.py runs queries)
+    assert "give one statement, or --schema" in capsys.readouterr().err
 
 
 def test_doctor_checks_a_project_model_over_the_user_model_of_the_same_ref(

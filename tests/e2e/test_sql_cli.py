@@ -1,5 +1,6 @@
-"""`openvaala sql` as a user runs it, a separate process: through the runtime host while editors hold
-the database, on the file itself when no host runs, and never in a starting host's way."""
+"""`openvaala sql` as a user runs it, a separate process: always through the runtime host, the one
+editors hold the database with, or one it starts when none runs (tests/adversarial/test_held_lock.py:
+an editor starting meanwhile is answered at once)."""
 
 from __future__ import annotations
 
@@ -12,14 +13,11 @@ from pathlib import Path
 
 import duckdb
 from lsp_client import LspClient
-from processes import openvaala
+from processes import alive, openvaala
 
-from openvaala_lsp.front.connect import HostsHeldOff, reach_or_hold
-from openvaala_lsp.hostwire import front_hello
 from openvaala_lsp.model import Conversation, Session
-from openvaala_lsp.rundir import ensure_private, run_dir
+from openvaala_lsp.rundir import run_dir
 from openvaala_lsp.storage.duckdb_store import DuckDBStorage
-from openvaala_lsp.storage.sql import READ_ONLY_CONFIG
 
 WAIT = 20.0
 
@@ -39,6 +37,14 @@ async def history_with(home: Path, title: str) -> None:
     await storage.close()
 
 
+async def host_gone(home: Path) -> None:
+    """Waits for the host that `openvaala sql` started to stop (a second after its last client)."""
+    host = int(Path(run_dir({"OPENVAALA_HOME": str(home)}).pid_file).read_text())
+    async with asyncio.timeout(WAIT):
+        while alive(host):
+            await asyncio.sleep(0.05)
+
+
 async def test_openvaala_sql_prints_rows_while_a_host_holds_the_database(client: LspClient, home: Path) -> None:
     conversation = await client.call("createConversation")
     await client.call("setConversationTitle", {"conversationId": conversation["id"], "title": "held open"})
@@ -53,39 +59,28 @@ async def test_openvaala_sql_prints_rows_while_a_host_holds_the_database(client:
     assert len((await client.call("listConversations"))["items"]) == 1
 
 
-async def test_openvaala_sql_reads_the_file_when_no_host_runs(home: Path) -> None:
+async def test_openvaala_sql_starts_the_host_when_none_runs(home: Path) -> None:
     await history_with(home, "from the file")
     code, out, err = await openvaala_sql(home, "SELECT title, archived FROM conversations")
     assert (code, err) == (0, "")
     assert "│ from the file │ false    │" in out
+    host = int(Path(run_dir({"OPENVAALA_HOME": str(home)}).pid_file).read_text())
     code, out, err = await openvaala_sql(home, "SELECT * FROM range(5)", "--limit", "2")
     assert code == 0 and [line for line in out.splitlines() if line.startswith("│")][2:] == ["│      0 │", "│      1 │"]
     assert "(the first 2 rows; more exist" in err
     code, _, err = await openvaala_sql(home, "INSERT INTO conversations SELECT * FROM conversations")
     assert code == 1 and "this is INSERT" in err
-    assert not (home / "run" / "host.pid").exists() and not (home / "logs" / "host.log").exists()  # no host started
+    log = (home / "logs" / "host.log").read_text()
+    assert log.count(" started (pid ") == 1 and f"(pid {host})" in log  # one host served the three
+    await host_gone(home)  # and goes when idle, as after an editor
 
 
-async def test_an_editor_starting_while_openvaala_sql_reads_the_file_waits_for_it(home: Path, workspace: Path) -> None:
-    await history_with(home, "read meanwhile")
-    run = run_dir({"OPENVAALA_HOME": str(home)})
-    ensure_private(run)
-    held = reach_or_hold(run, front_hello())  # what `openvaala sql` does when no host runs
-    assert isinstance(held, HostsHeldOff)
-    reading = duckdb.connect(str(home / "openvaala.duckdb"), read_only=True, config=READ_ONLY_CONFIG)
-    editor = await LspClient.spawn(home, cwd=workspace)
-    try:
-        starting = asyncio.ensure_future(editor.initialize([workspace]))
-        await asyncio.sleep(0.5)  # the front finds no host and tries to start one meanwhile
-        reading.close()
-        held.release()
-        await starting
-        conversations = await editor.call("listConversations")  # the host opened the file after the read
-        assert [e["conversation"]["title"] for e in conversations["items"]] == ["read meanwhile"]
-    finally:
-        reading.close()
-        held.release()
-        await editor.shutdown()
+async def test_on_a_fresh_home_the_host_makes_the_empty_history(home: Path) -> None:
+    code, out, err = await openvaala_sql(home, "SELECT count(*) AS conversations FROM conversations", "--format", "csv")
+    assert (code, out, err) == (0, "conversations\n0\n", "")
+    code, out, err = await openvaala_sql(home, "--schema")
+    assert code == 0 and "model_calls_v (view): One row per model provider call" in out
+    assert (home / "openvaala.duckdb").exists()
 
 
 async def test_openvaala_sql_names_a_process_holding_the_file_outside_the_host(home: Path) -> None:
@@ -99,7 +94,7 @@ async def test_openvaala_sql_names_a_process_holding_the_file_outside_the_host(h
         assert holder.stdout is not None and await holder.stdout.readline() == b"held\n"
         code, out, err = await openvaala_sql(home, "SELECT 1")
         assert code == 1 and out == ""
-        assert "held by a process outside the runtime host" in err and f"process {holder.pid}" in err
+        assert "the openvaala runtime host could not run the query" in err and f"process {holder.pid}" in err
     finally:
         assert holder.stdin is not None
         holder.stdin.close()  # the holder lets go at EOF
@@ -108,7 +103,7 @@ async def test_openvaala_sql_names_a_process_holding_the_file_outside_the_host(h
 
 def test_sql_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     """`openvaala sql ... | head`: the reader stops early; no traceback, exit 0."""
-    env = {**os.environ, "OPENVAALA_HOME": str(tmp_path)}
+    env = {**os.environ, "OPENVAALA_HOME": str(tmp_path), "OPENVAALA_HOST_IDLE_SECONDS": "1"}
 
     async def make_history() -> None:
         await (await DuckDBStorage.open(str(tmp_path / "openvaala.duckdb"))).close()
@@ -124,8 +119,8 @@ def test_sql_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
 
 
 async def test_a_file_an_older_openvaala_wrote_is_upgraded_for_the_reports(home: Path) -> None:
-    """No host runs and the file is at schema 4 (before the analytic views): `openvaala sql` brings it
-    to the current schema, then answers from the views."""
+    """No host runs and the file is at schema 4 (before the analytic views): the host `openvaala sql`
+    starts brings it to the current schema, then answers from the views."""
     from openvaala_lsp.storage.migrations import LATEST_VERSION, MIGRATIONS
 
     path = home / "openvaala.duckdb"
@@ -137,5 +132,6 @@ async def test_a_file_an_older_openvaala_wrote_is_upgraded_for_the_reports(home:
     con.close()
     code, out, err = await openvaala_sql(home, "SELECT count(*) AS calls FROM model_calls_v", "--format", "csv")
     assert (code, err, out) == (0, "", "calls\n0\n")
+    await host_gone(home)
     with duckdb.connect(str(path), read_only=True) as upgraded:
         assert upgraded.execute("SELECT max(version) FROM schema_version").fetchone() == (LATEST_VERSION,)

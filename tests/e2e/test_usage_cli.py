@@ -1,6 +1,6 @@
-"""`openvaala usage`, `openvaala export` and `openvaala sql --format/--schema` as a user runs them: on the
-file when no host runs, through the runtime host while editors hold the database, and never holding
-up a turn that streams meanwhile."""
+"""`openvaala usage`, `openvaala export` and `openvaala sql --format/--schema` as a user runs them:
+through the runtime host, started for them when no editor is open, and never holding up a turn that
+streams meanwhile."""
 
 from __future__ import annotations
 
@@ -37,13 +37,13 @@ REFUSED = {
 }
 
 
-async def test_reports_sql_formats_and_exports_on_the_file(home: Path, tmp_path: Path) -> None:
+async def test_reports_sql_formats_and_exports_with_no_editor_open(home: Path, tmp_path: Path) -> None:
     usage_data.generate(str(home / "openvaala.duckdb"), 20_000)
+    with duckdb.connect(str(home / "openvaala.duckdb"), read_only=True) as con:
+        expected = dict(con.sql("SELECT model, sum(total_tokens) FROM model_calls GROUP BY model").fetchall())
     code, out, err = await openvaala_cli(home, "usage", "model", "--format", "json")
     assert (code, err) == (0, "")
     models = {row["model"]: row for row in json.loads(out)}
-    with duckdb.connect(str(home / "openvaala.duckdb"), read_only=True) as con:
-        expected = dict(con.sql("SELECT model, sum(total_tokens) FROM model_calls GROUP BY model").fetchall())
     assert {model: row["total_tokens"] for model, row in models.items()} == expected
     assert models["gemma3-270m"]["cost"] is None and models["gpt-5"]["currency"] == "USD"
 
@@ -81,7 +81,7 @@ async def test_reports_sql_formats_and_exports_on_the_file(home: Path, tmp_path:
     assert (code, err) == (0, "") and out.startswith(f"export 1 to {pool} as alice@m1: 20,000 model_calls")
     code, out, err = await openvaala_cli(home, "export", "--parquet", str(pool), "--user", "alice", "--machine", "m1")
     assert code == 0 and "export 2" in out and ": 0 model_calls (0 files), 0 turns" in out
-    assert not (home / "run" / "host.pid").exists()  # neither reports nor exports start a host
+    assert " started (pid " in (home / "logs" / "host.log").read_text()  # the first report started a host
 
 
 async def test_two_users_exports_pool_in_one_folder(tmp_path: Path) -> None:
