@@ -58,6 +58,7 @@ def connect(run: RunDir, hello: dict[str, Any]) -> HostLink:
         answered = _handshake(sock, hello)
         if answered is None:  # the host closed during the hello: it is stopping; try again
             sock.close()
+            time.sleep(POLL_INTERVAL)  # not at once: a host that closes every connection would make this spin
         else:
             answer, leftover = answered
             if answer.get("ok") is True:
@@ -119,7 +120,10 @@ def _handshake(sock: socket.socket, hello: dict[str, Any]) -> tuple[dict[str, An
                 return None
             data += chunk
     except TimeoutError:
-        raise FrontError(f"the runtime host did not answer the hello within {HELLO_TIMEOUT:.0f} s") from None
+        # a host at its connection limit leaves new ones waiting; its log says so
+        raise FrontError(
+            f"the runtime host did not answer the hello within {HELLO_TIMEOUT:.0f} s; see {host_log_path()}"
+        ) from None
     except OSError:
         return None
     sock.settimeout(None)

@@ -4,6 +4,14 @@ session, environment and cwd from the hello) over one shared `Runtime`, and deci
 It stops on SIGTERM/SIGINT, after an idle grace period (no connection and an idle runtime), or when
 a newer front makes it drain. Stopping unlinks the socket first, so fronts that arrive meanwhile
 wait for `host.lock` and start the next host instead of talking to this one.
+
+It accepts connections itself, not through `asyncio.start_unix_server`: asyncio's accept loop, out of
+file descriptors, goes on trying and schedules a retry per try (CPython gh-151615), so the retries
+multiplied and a host at its limit spun, logging a traceback for each. Here a failed accept pauses
+accepting (`ACCEPT_PAUSE`, doubling up to `MAX_ACCEPT_PAUSE`), and connections are taken only up to
+the open-file limit less `OWN_FILES`: past that they wait in the socket's backlog until one closes,
+and the host keeps the files its own work needs (a module imported on first use, the database, a
+model call, a sandbox) instead of failing every request of the editors it has.
 """
 
 from __future__ import annotations
@@ -14,7 +22,10 @@ import gc
 import json
 import logging
 import os
+import resource
 import signal
+import socket
+import stat
 import time
 from pathlib import Path
 
@@ -38,6 +49,11 @@ DEFAULT_DRAIN_SECONDS = 30.0  # longest wait for running turns before a draining
 HELLO_TIMEOUT = 10.0
 WORK_BEFORE_TRIM = 0.01  # CPU seconds spent since the last return of free memory that warrant another
 START_GARBAGE_DEADLINE = 10.0  # seconds after the start: the collector comes back then if never quiet before
+BACKLOG = 100  # connections the kernel queues before a front's connect waits
+ACCEPT_BATCH = 100  # accepted per wakeup, as asyncio does
+ACCEPT_PAUSE = 0.1  # seconds without accepting after an accept failed; doubles while it fails again
+MAX_ACCEPT_PAUSE = 2.0
+OWN_FILES = 128  # file descriptors kept from connections for the host's own work
 
 
 def serve(run: RunDir, ready_fd: int | None) -> int:
@@ -54,6 +70,14 @@ async def _serve(run: RunDir, ready_fd: int | None) -> int:
     idle = _seconds(IDLE_SECONDS_ENV, DEFAULT_IDLE_SECONDS)
     drain = _seconds(DRAIN_SECONDS_ENV, DEFAULT_DRAIN_SECONDS)
     return await Host(run, idle_seconds=idle, drain_seconds=drain).serve(ready_fd)
+
+
+def max_clients() -> int:
+    """Connections taken at once: the open-file limit less `OWN_FILES` (half of it, for a tiny limit)."""
+    limit, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if limit == resource.RLIM_INFINITY:
+        return 1 << 20
+    return max(limit - OWN_FILES, limit // 2)
 
 
 def _seconds(variable: str, default: float) -> float:
@@ -105,8 +129,13 @@ class Host:
         self.runtime: asyncio.Future[Runtime] = self.loop.create_future()
         self.connections: set[Connection] = set()
         self.clients = 0  # accepted sockets, from before the hello until they close
+        self.max_clients = max_clients()
         self.quiet_since = self.loop.time()
-        self.server: asyncio.Server | None = None
+        self.listener: socket.socket | None = None
+        self.accepting = False  # the listener is watched; False while paused or closed
+        self.accept_pause = ACCEPT_PAUSE
+        self.resume: asyncio.TimerHandle | None = None  # the end of a pause after a failed accept
+        self.client_tasks: set[asyncio.Task[None]] = set()
         self.socket_inode: int | None = None
         self.draining_until: float | None = None  # set when a newer front arrived
         self.stopping = asyncio.Event()
@@ -116,7 +145,7 @@ class Host:
         )
 
     async def serve(self, ready_fd: int | None) -> int:
-        await self._listen()
+        self._listen()
         if ready_fd is not None:
             os.write(ready_fd, b"R")
             os.close(ready_fd)
@@ -143,21 +172,76 @@ class Host:
 
     # The socket
 
-    async def _listen(self) -> None:
-        # asyncio replaces a stale socket file; only the host.lock holder gets here
+    def _listen(self) -> None:
+        with contextlib.suppress(FileNotFoundError):  # a stale socket: only the host.lock holder gets here
+            if stat.S_ISSOCK(os.stat(self.run.socket).st_mode):
+                os.unlink(self.run.socket)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         umask = os.umask(0o177)  # the socket is born 0600: no window where others could connect
         try:
-            self.server = await asyncio.start_unix_server(
-                self._on_client, path=self.run.socket, limit=hostwire.MAX_HELLO_BYTES
-            )
+            listener.bind(self.run.socket)
+            listener.listen(BACKLOG)
+        except OSError:
+            listener.close()
+            raise
         finally:
             os.umask(umask)
+        listener.setblocking(False)
+        self.listener = listener
         self.socket_inode = os.stat(self.run.socket).st_ino
+        self._resume_accepting()
+
+    def _close_listener(self) -> None:
+        self._pause_accepting()
+        if self.listener is not None:
+            self.listener.close()
+            self.listener = None
+
+    def _pause_accepting(self, seconds: float | None = None) -> None:
+        """Stops watching the listener: for `seconds`, or (None) until resumed."""
+        if self.accepting and self.listener is not None:
+            self.loop.remove_reader(self.listener.fileno())
+        self.accepting = False
+        if self.resume is not None:
+            self.resume.cancel()
+        self.resume = None if seconds is None else self.loop.call_later(seconds, self._resume_accepting)
+
+    def _resume_accepting(self) -> None:
+        self.resume = None
+        if not self.accepting and self.listener is not None:
+            self.loop.add_reader(self.listener.fileno(), self._accept)
+            self.accepting = True
+
+    def _accept(self) -> None:
+        assert self.listener is not None
+        for _ in range(ACCEPT_BATCH):
+            if self.clients >= self.max_clients:
+                # resumed when a connection closes (`_on_client`); fronts wait in the backlog meanwhile
+                self._pause_accepting()
+                logger.warning(
+                    "%d connections, as many as the open-file limit leaves room for; more wait until one closes",
+                    self.clients,
+                )
+                return
+            try:
+                conn, _ = self.listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except ConnectionAbortedError:
+                continue
+            except OSError as exc:  # EMFILE, ENFILE, ENOBUFS, ENOMEM, ...: trying again at once would spin
+                pause, self.accept_pause = self.accept_pause, min(self.accept_pause * 2, MAX_ACCEPT_PAUSE)
+                logger.error("cannot accept a connection (%s); trying again in %g s", exc.strerror or exc, pause)
+                self._pause_accepting(pause)
+                return
+            self.accept_pause = ACCEPT_PAUSE
+            self.clients += 1
+            task = self.loop.create_task(self._on_client(conn))
+            self.client_tasks.add(task)
+            task.add_done_callback(self.client_tasks.discard)
 
     def _stop_listening(self) -> None:
-        if self.server is not None:
-            self.server.close()
-            self.server = None
+        self._close_listener()
         try:
             if os.stat(self.run.socket).st_ino == self.socket_inode:
                 os.unlink(self.run.socket)
@@ -173,9 +257,7 @@ class Host:
             inode = None
         if inode == self.socket_inode:
             return
-        if self.server is not None:
-            self.server.close()
-            self.server = None
+        self._close_listener()
         try:
             check_private(self.run.path)
         except FileNotFoundError:
@@ -187,32 +269,41 @@ class Host:
             return
         logger.warning("%s was removed or replaced; listening again", self.run.socket)
         try:
-            await self._listen()
+            self._listen()
         except OSError as exc:
             logger.error("cannot listen again on %s: %s", self.run.socket, exc)
             self._stop("the socket is gone")
 
     # Connections
 
-    async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        pid, uid = peer_credentials(writer.get_extra_info("socket"))
-        if uid != os.geteuid():
-            logger.warning("refused a connection from uid %d (pid %d): not this host's user", uid, pid)
-            writer.close()
-            return
-        self.clients += 1
+    async def _on_client(self, conn: socket.socket) -> None:
+        """One accepted socket, counted in `clients` from its accept until it closes."""
         try:
-            connection = await self._greet(reader, writer)
-            if connection is not None:
-                self.connections.add(connection)
-                try:
-                    await connection.serve(reader)
-                finally:
-                    self.connections.discard(connection)
+            try:
+                pid, uid = peer_credentials(conn)
+                if uid != os.geteuid():
+                    logger.warning("refused a connection from uid %d (pid %d): not this host's user", uid, pid)
+                    conn.close()
+                    return
+                reader, writer = await asyncio.open_unix_connection(sock=conn, limit=hostwire.MAX_HELLO_BYTES)
+            except OSError:  # gone already
+                conn.close()
+                return
+            try:
+                connection = await self._greet(reader, writer)
+                if connection is not None:
+                    self.connections.add(connection)
+                    try:
+                        await connection.serve(reader)
+                    finally:
+                        self.connections.discard(connection)
+            finally:
+                writer.close()
         finally:
             self.clients -= 1
             self.quiet_since = self.loop.time()
-            writer.close()
+            if self.resume is None and self.clients < self.max_clients:
+                self._resume_accepting()  # from a pause at the limit; not one after a failed accept
 
     async def _greet(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> Connection | None:
         try:
