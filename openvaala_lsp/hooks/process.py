@@ -2,9 +2,9 @@
 
 The shell tool's runner (`openvaala_lsp.tools.process`) merges stdout into stderr and reads no
 stdin, so this variant owns three pipes instead, and reuses that module's pipe reader and its
-group stop (SIGTERM, a grace period, SIGKILL, wait until the group is gone). All pipes are ours,
-not asyncio's: asyncio's `Process.wait()` would otherwise not return while a background grandchild
-still holds one of them.
+group stop (SIGTERM, a grace period, SIGKILL, a bounded wait until the group is gone). All pipes
+are ours, not asyncio's: asyncio's `Process.wait()` would otherwise not return while a background
+grandchild still holds one of them.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 import attrs
 
 from openvaala_lsp.fieldrepr import FieldRepr
-from openvaala_lsp.tools.process import PipeReader, await_group, stop_group
+from openvaala_lsp.tools.process import INTERRUPT_GRACE, PipeReader, await_group, stop_group
 from openvaala_lsp.tools.truncate import HeadTailBuffer
 
 
@@ -96,7 +96,7 @@ async def run_hook_process(
         result.exit_code, result.timed_out, _ = await await_group(process, closed, time_limit)
     except asyncio.CancelledError:
         if process is not None:
-            await stop_group(process, closed)
+            await stop_group(process, closed, INTERRUPT_GRACE)  # an interrupt: the turn ends soon
         raise
     finally:
         for reader in readers:

@@ -7,10 +7,12 @@ stray grandchild still holds its write end. Reading continues past the output ca
 counted and dropped) so a chatty child never stalls on a full pipe.
 
 Stopping (timeout, cancellation, or background jobs still holding the output after the command
-exited): SIGTERM to the group; up to `TERM_GRACE` seconds for the leader to exit, the pipe to
-close and (on Linux, read from /proc) every member of the group to exit; then SIGKILL to the group,
-the leader is reaped, and up to `KILL_WAIT` seconds pass until no member is left running. So when
-a stop returns, the processes are gone, not merely signalled. Processes that left the group
+exited): SIGTERM to the group; up to `TERM_GRACE` seconds (`INTERRUPT_GRACE` when the caller was
+cancelled: an interrupt) for the leader to exit, the pipe to close and (on Linux, read from /proc)
+every member of the group to exit; then SIGKILL to the group, and up to `KILL_WAIT` seconds until
+the leader's end is known and no member is left running. So a stop returns once the processes are
+gone, not merely signalled, and always in bounded time: a process stuck in the kernel, or a sandbox
+that no longer reports its command's end, does not hold the caller. Processes that left the group
 (setsid, daemons) are out of reach: the usual limit without cgroups or a PID namespace.
 """
 
@@ -33,8 +35,12 @@ NO_PID = 0  # a started command whose pid is unknown (it ended with its sandbox)
 TERM_GRACE = 2.0
 """Seconds between SIGTERM and SIGKILL."""
 
+INTERRUPT_GRACE = 0.5
+"""The same when the caller was cancelled: an interrupt must end its turn at once."""
+
 KILL_WAIT = 2.0
-"""Seconds to wait for killed processes to finish exiting (a process stuck in the kernel may not)."""
+"""Seconds to wait for killed processes to finish exiting (a process stuck in the kernel may not),
+and for the leader's end to be known."""
 
 EXIT_GRACE = 1.0
 """Seconds the output may stay open after the command exited (a background job holding it)."""
@@ -43,7 +49,7 @@ EXIT_GRACE = 1.0
 @attrs.define(kw_only=True)
 class ProcessResult(FieldRepr):
     output: HeadTailBuffer
-    exit_code: int | None  # None if it never exited by itself (timed out)
+    exit_code: int | None  # None if it never exited by itself (timed out), or its end is unknown
     timed_out: bool = False
     stopped_background: bool = False  # background jobs still holding the output were stopped
 
@@ -96,12 +102,11 @@ async def await_group(
     exit_code: int | None = None
     timed_out = stopped_background = False
     try:
-        await asyncio.wait_for(process.wait(), time_limit)
+        exit_code = await asyncio.wait_for(process.wait(), time_limit)
     except TimeoutError:
         timed_out = True
         await stop_group(process, closed)
     else:
-        exit_code = process.returncode
         try:
             await asyncio.wait_for(asyncio.shield(closed), EXIT_GRACE)
         except TimeoutError:
@@ -113,23 +118,21 @@ async def await_group(
     return exit_code, timed_out, stopped_background
 
 
-async def stop_group(process: Started, closed: asyncio.Future[None]) -> None:
+async def stop_group(process: Started, closed: asyncio.Future[None], grace: float = TERM_GRACE) -> None:
     pgid = process.pid  # a session leader's pid is its group id
     _signal_group(pgid, signal.SIGTERM)
     try:
         # Polite first: give the group a moment to exit and let go of the pipe.
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(
-                asyncio.gather(process.wait(), asyncio.shield(closed), _group_gone(pgid)), TERM_GRACE
-            )
+            await asyncio.wait_for(asyncio.gather(process.wait(), asyncio.shield(closed), _group_gone(pgid)), grace)
     finally:
         # Runs even when this wait is itself cancelled, so nothing survives a second interrupt.
         _signal_group(pgid, signal.SIGKILL)
-    await process.wait()
     # SIGKILL is delivered at once but a process takes a moment to finish exiting; when this
-    # returns the whole group is gone, not just signalled.
+    # returns the whole group is gone, not just signalled. Bounded: a process stuck in the kernel
+    # never ends, and a sandbox that stopped answering reports no end.
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(_group_gone(pgid), KILL_WAIT)
+        await asyncio.wait_for(asyncio.gather(process.wait(), _group_gone(pgid)), KILL_WAIT)
 
 
 class Started(Protocol):
@@ -142,7 +145,8 @@ class Started(Protocol):
     @property
     def returncode(self) -> int | None: ...
 
-    async def wait(self) -> int: ...
+    async def wait(self) -> int | None:
+        """Its exit code once it ended; None if how it ended is unknown (its sandbox was lost)."""
 
 
 class Launch(Protocol):
@@ -218,8 +222,8 @@ async def _follow(process: Started, read_fd: int, buffer: HeadTailBuffer, time_l
         if transport is None:
             pipe.close()
             closed.set_result(None)  # nothing reads it, so nothing to wait for
-        # An interrupt ends everything the command started, detached output or not.
-        await stop_group(process, closed)
+        # An interrupt ends everything the command started, detached output or not, and soon.
+        await stop_group(process, closed, INTERRUPT_GRACE)
         raise
     finally:
         if transport is not None:

@@ -12,7 +12,9 @@ One command at a time, over the SOCK_SEQPACKET socket whose fd is argv[1], one J
      the next message, so the pidfd names it till then;
   <- {"clean": true} once the host is done with it: every other process of the sandbox is killed and
      /tmp, /dev/shm and /dev are as they were at the start, so the next command finds what a sandbox of its own would;
-  -> {"clean": true}.
+  -> {"clean": true}; or {"unclean": why}, and it ends: a process outlived SIGKILL, or one of those
+     folders is no longer the tmpfs it found at its start (then nothing is deleted: what lies there
+     now is not the sandbox's, and may be the machine's).
 It sends {"ready": true} first. It ends when the host closes the socket; bubblewrap, whose only child
 it is, then ends the sandbox and whatever still runs in it.
 """
@@ -45,6 +47,12 @@ def main() -> None:
     channel.set_inheritable(False)
     os.close(os.pidfd_open(os.getpid()))  # what waiting for a command needs (Linux 5.3): else no ready
     made = frozenset(os.listdir(DEV))
+    own: dict[str, tuple[int, int]] = {}  # the tmpfs bubblewrap mounted: all it ever empties
+    for folder in (*EMPTIED, DEV):
+        mount = mount_of(folder)
+        if mount is None:
+            return  # it could not tell its tmpfs from another: no ready, no warm sandbox
+        own[folder] = mount
     send(channel, {"ready": True})
     with selectors.DefaultSelector() as selector:
         selector.register(channel, selectors.EVENT_READ)
@@ -57,7 +65,10 @@ def main() -> None:
             if message is None:
                 return
             if "clean" in message:
-                clean(made)
+                unclean = clean(own, made)
+                if unclean is not None:
+                    send(channel, {"unclean": unclean})
+                    return  # not the sandbox it was: it ends, and bubblewrap ends the rest
                 send(channel, {"clean": True})
             else:
                 ended = run(channel, selector, message, fds)
@@ -141,27 +152,45 @@ def program(name: str, env: dict[str, str]) -> str:
     raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT))
 
 
-def clean(made: frozenset[str]) -> None:
-    """Ends every process but this one and the sandbox's init, and empties the sandbox's tmpfs
-    folders (/dev but for what it held at the start: `made`)."""
+def clean(own: dict[str, tuple[int, int]], made: frozenset[str]) -> str | None:
+    """Ends every process but this one and the sandbox's init, and empties the folders of `own` (each
+    the tmpfs it was at the start: mount id and device; /dev but for what it held then: `made`).
+    Deletes nothing, and says why, if a process outlived SIGKILL (it could still change what is
+    mounted) or a folder is no longer that tmpfs (unmounted, another mount over it)."""
     me = os.getpid()
     deadline = time.monotonic() + KILL_WAIT
-    while time.monotonic() < deadline:
-        others = [pid for pid, _ in live_processes() if pid not in (1, me)]
-        if not others:
-            break
+    while others := [pid for pid, _ in live_processes() if pid not in (1, me)]:
+        if time.monotonic() > deadline:
+            return f"{len(others)} processes outlived SIGKILL"
         for pid in others:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         time.sleep(0.001)
-    for folder, kept in [*((folder, frozenset[str]()) for folder in EMPTIED), (DEV, made)]:
-        try:
-            device = os.stat(folder).st_dev
-        except OSError:
-            continue
-        _empty(folder, device, kept)
+    changed = [folder for folder, mount in own.items() if mount_of(folder) != mount]
+    if changed:
+        return f"{', '.join(changed)}: no longer the tmpfs the sandbox started with"
+    for folder, (_, device) in own.items():
+        _empty(folder, device, made if folder == DEV else frozenset())
+    return None
+
+
+def mount_of(folder: str) -> tuple[int, int] | None:
+    """The mount `folder` resolves to now and its file system (mount id, device); None if unknown.
+    A tmpfs unmounted shows what lay beneath it, one mounted over it is another: either differs."""
+    try:
+        fd = os.open(folder, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        with open(f"/proc/self/fdinfo/{fd}") as info:
+            mount = next((int(line.split()[1]) for line in info if line.startswith("mnt_id:")), None)
+        return None if mount is None else (mount, os.fstat(fd).st_dev)
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
 
 
 def live_processes() -> Iterator[tuple[int, int]]:

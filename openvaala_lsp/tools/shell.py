@@ -23,8 +23,13 @@ SHELL = "/bin/sh"
 
 
 def _status_line(exit_code: int | None, timed_out: bool, timeout_ms: int) -> str:
-    if timed_out or exit_code is None:
+    if timed_out:
         return f"[timed out after {timeout_ms} ms; the command and every process it started were killed]"
+    if exit_code is None:
+        return (
+            "[its exit code is unknown: the sandbox it ran in stopped answering, and was ended with every "
+            "process the command left]"
+        )
     if exit_code < 0:
         try:
             name = signal.Signals(-exit_code).name
@@ -54,7 +59,7 @@ class ShellTool(LocalTool):
         "- The environment is the user's configured environment, not the runtime's, without variables that hold "
         "secrets (tokens, keys, passwords); ask the user when a command needs one.\n"
         f"- timeout_ms defaults to {DEFAULT_TIMEOUT_MS} and may be raised to {MAX_TIMEOUT_MS}; on timeout the "
-        "command and all processes it started are killed.\n"
+        "command and all processes it started are killed, whatever they do to their signals or the sandbox.\n"
         f"- Long output is cut to about {DEFAULT_MAX_OUTPUT} characters: the start and the end are kept with "
         "'[... N lines / M bytes omitted ...]' in between. Redirect to a file and read parts of it, or filter "
         "with grep/head/tail, when you need everything.\n"
@@ -139,4 +144,4 @@ class ShellTool(LocalTool):
                 "\n[background processes still attached to the output were stopped; "
                 "redirect their output to keep them running]"
             )
-        return ToolOutput(text=text, is_error=result.timed_out)
+        return ToolOutput(text=text, is_error=result.timed_out or result.exit_code is None)

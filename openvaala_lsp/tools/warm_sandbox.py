@@ -12,6 +12,12 @@ time runs in a warm sandbox.
 The first command of a kind runs in a sandbox of its own while a warm one starts for the next; so
 does any command when none is free, and every command if a warm sandbox cannot start here. Idle warm
 sandboxes end after `IDLE_SECONDS`; all end with the runtime (`close`), or with this process.
+
+A command can stop its spawner (`kill -STOP $PPID`), kill it, or undo what the cleaner relies on:
+none of it may hold the caller. The host follows each command through a pidfd of its own, so its end
+is known whatever the spawner does; a spawner that does not report that end within
+`EXIT_REPORT_SECONDS` or does not answer is killed with its sandbox, one that cannot clean is
+discarded, and a new warm sandbox starts for the next command.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ START_SECONDS = 10.0  # for a warm sandbox to say it is ready
 REAP_SECONDS = 3.0  # for a discarded sandbox to end by itself (a spawner busy cleaning ends after)
 ANCILLARY_SPACE = socket.CMSG_SPACE(4)  # a pidfd
 REPLY_SECONDS = 5.0  # for any other answer (a clean waits up to 2 s for killed processes)
+EXIT_REPORT_SECONDS = 1.0  # for the spawner to report the end of a command the host saw end
 SPAWNER = Path(__file__).with_name("sandbox_spawner.py")
 
 Key = tuple[str, ...]  # the sandbox's bubblewrap arguments: which sandbox a command needs
@@ -57,16 +64,16 @@ class SandboxLost(Exception):
 @attrs.define(eq=False)
 class RemoteProcess(FieldRepr):
     """A command a warm sandbox started: its pid as this process sees it, its end as the sandbox
-    reports it."""
+    reports it (None: unknown, the sandbox was lost after the command ended)."""
 
     pid: int
-    exited: asyncio.Future[int]
+    exited: asyncio.Future[int | None]
 
     @property
     def returncode(self) -> int | None:
         return self.exited.result() if self.exited.done() else None
 
-    async def wait(self) -> int:
+    async def wait(self) -> int | None:
         return await asyncio.shield(self.exited)  # a wait that times out does not end the command
 
 
@@ -81,7 +88,9 @@ class WarmSandbox:
         self.process = process  # bubblewrap
         self._channel = channel
         self._replies: asyncio.Queue[tuple[dict[str, Any], int] | None] = asyncio.Queue()
-        self._exited: asyncio.Future[int] | None = None  # the running command's end
+        self._exited: asyncio.Future[int | None] | None = None  # the running command's end
+        self._pidfd = -1  # the running command's, watched until it ends
+        self._silence: asyncio.TimerHandle | None = None  # after its end, until the spawner reports it
         self.lost = False
         self.expiry: asyncio.TimerHandle | None = None
         asyncio.get_running_loop().add_reader(channel.fileno(), self._readable)
@@ -93,16 +102,48 @@ class WarmSandbox:
             except BlockingIOError:
                 return
             except OSError:
-                data = b""
-            pid = _command_pid(ancillary)  # read at once: the command stays a zombie till the next message
-            if not data:
+                data, ancillary = b"", []
+            fds = _received_fds(ancillary)
+            message = json.loads(data) if data else None
+            pid = self._follow(fds.pop(0)) if message and "started" in message and fds else 0
+            for fd in fds:
+                os.close(fd)
+            if message is None:
                 self.discard()
                 return
-            message = json.loads(data)
             if "exit" in message and self._exited is not None and not self._exited.done():
                 self._exited.set_result(int(message["exit"]))
             else:
                 self._replies.put_nowait((message, pid))
+
+    def _follow(self, pidfd: int) -> int:
+        """The started command's pid as this process sees it (0 if unknown), read at once from the
+        pidfd that came with it (it stays a zombie till the next message); its end is watched."""
+        self._unwatch()
+        self._pidfd = pidfd
+        asyncio.get_running_loop().add_reader(pidfd, self._command_ended)
+        try:
+            with open(f"/proc/self/fdinfo/{self._pidfd}") as info:
+                return next((int(line.split()[1]) for line in info if line.startswith("Pid:")), 0)
+        except OSError:
+            return 0
+
+    def _command_ended(self) -> None:
+        """The pidfd says the command ended: the spawner reports it at once, unless it was stopped."""
+        self._unwatch()
+        if self._exited is not None and not self._exited.done():
+            self._silence = asyncio.get_running_loop().call_later(EXIT_REPORT_SECONDS, self._silent, self._exited)
+
+    def _silent(self, exited: asyncio.Future[int | None]) -> None:
+        if not exited.done():
+            exited.set_result(None)  # how it ended only the spawner could say
+            self.discard(kill=True)
+
+    def _unwatch(self) -> None:
+        if self._pidfd >= 0:
+            asyncio.get_running_loop().remove_reader(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = -1
 
     async def reply(self, seconds: float = REPLY_SECONDS) -> tuple[dict[str, Any], int]:
         """The spawner's next message and the pid of the process it sent a pidfd of (0 if none);
@@ -110,7 +151,7 @@ class WarmSandbox:
         try:
             answer = await asyncio.wait_for(self._replies.get(), seconds)
         except TimeoutError:
-            self.discard()
+            self.discard(kill=True)
             raise
         if answer is None:
             raise SandboxLost("it ended")
@@ -149,21 +190,32 @@ class WarmSandbox:
         raise OSError(int(message.get("errno", 0)), str(message.get("error", message)))
 
     async def clean(self) -> None:
-        """Ends what the last command left (processes, files in its tmpfs)."""
+        """Ends what the last command left (processes, files in its tmpfs); SandboxLost, the sandbox
+        discarded, if the spawner could not (it deleted nothing then) or did not answer."""
         self.send({"clean": True})
         try:
-            await self.reply()
+            message, _ = await self.reply()
         except TimeoutError:
             raise SandboxLost("no answer") from None
+        if "clean" not in message:
+            self.discard()
+            raise SandboxLost(f"it could not clean: {message.get('unclean', message)}")
 
-    def discard(self) -> None:
+    def discard(self, *, kill: bool = False) -> None:
         """Ends the sandbox: its spawner reads the socket's end and exits, bubblewrap with it, and a
-        command still running there is killed (`_reap` waits for that)."""
+        command still running there is killed (`_reap` waits for that). `kill`, for a spawner that
+        does not answer (stopped): bubblewrap is killed at once, and with it (`--die-with-parent`,
+        the end of its PID namespace) everything in the sandbox."""
+        if kill:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()
         if self.lost:
             return
         self.lost = True
-        if self.expiry is not None:
-            self.expiry.cancel()
+        for timer in (self.expiry, self._silence):
+            if timer is not None:
+                timer.cancel()
+        self._unwatch()
         with contextlib.suppress(Exception):
             asyncio.get_running_loop().remove_reader(self._channel.fileno())
         self._channel.close()
@@ -172,23 +224,13 @@ class WarmSandbox:
             self._exited.set_result(-signal.SIGKILL)
 
 
-def _command_pid(ancillary: list[tuple[int, int, bytes]]) -> int:
-    """The pid, as this process sees it, of the process whose pidfd came with a message (the kernel
-    translates it from the sandbox's pid namespace in /proc/self/fdinfo); 0 if none came. Every fd
-    that came is closed."""
-    pid = 0
-    for level, kind, data in ancillary:
-        if level != socket.SOL_SOCKET or kind != socket.SCM_RIGHTS:
-            continue
-        for fd in array.array("i", data[: len(data) - len(data) % 4]):
-            try:
-                with open(f"/proc/self/fdinfo/{fd}") as info:
-                    pid = next((int(line.split()[1]) for line in info if line.startswith("Pid:")), 0)
-            except OSError:
-                pid = 0
-            finally:
-                os.close(fd)
-    return pid
+def _received_fds(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
+    return [
+        fd
+        for level, kind, data in ancillary
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS
+        for fd in array.array("i", data[: len(data) - len(data) % 4])
+    ]
 
 
 class WarmSandboxes:
@@ -383,13 +425,15 @@ def _spawner(prefix: tuple[str, ...]) -> list[str]:
 
 async def _reap(process: asyncio.subprocess.Process, made: Sequence[str] = ()) -> None:
     """Waits for a discarded sandbox to end: its spawner exits at the socket's end, bubblewrap's init
-    with it, and bubblewrap once nothing is left in the sandbox; killed if that takes too long. Then
-    the mount points it made are let go."""
+    with it, and bubblewrap once nothing is left in the sandbox; killed if that takes too long (a
+    spawner that is stopped never reads the socket's end). Then the mount points it made are let go.
+    Bounded: a process stuck in the kernel must not hold the runtime's end."""
     try:
         await asyncio.wait_for(process.wait(), REAP_SECONDS)
     except TimeoutError:
         with contextlib.suppress(ProcessLookupError):
             process.kill()
-        await process.wait()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(process.wait(), REAP_SECONDS)
     finally:
         sandbox.MOUNT_POINTS.release(made)
