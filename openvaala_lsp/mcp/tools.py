@@ -7,7 +7,7 @@ from typing import Any
 
 from openvaala_lsp.mcp.connection import MCPServerConnection
 from openvaala_lsp.mcp.model import DEFAULT_TOOL_TIMEOUT, MCPToolSpec
-from openvaala_lsp.tools.base import ToolContext, ToolOutput
+from openvaala_lsp.tools.base import STOP_MARGIN, ToolContext, ToolOutput
 
 
 def parameters_of(spec: MCPToolSpec) -> dict[str, Any]:
@@ -43,6 +43,9 @@ class MCPTool:
         self.tool = spec.name  # the name the server knows it by
         self.timeout = timeout
         self._connection = connection
+
+    def time_limit(self, arguments: dict[str, Any]) -> float:
+        return self.timeout + STOP_MARGIN
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolOutput:
         return await self._connection.call_tool(self.tool, arguments, self.timeout)

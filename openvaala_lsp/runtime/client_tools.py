@@ -8,7 +8,7 @@ from typing import Any
 
 from openvaala_lsp.mcp.model import ClientMCPServer, ClientTool
 from openvaala_lsp.runtime.client import Client
-from openvaala_lsp.tools.base import ToolContext, ToolOutput
+from openvaala_lsp.tools.base import STOP_MARGIN, ToolContext, ToolOutput
 
 CLIENT_TOOL_TIMEOUT = 120.0
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
@@ -31,6 +31,9 @@ class ClientToolAdapter:
         self.description = tool.description or f"{tool.name} (a tool of the editor's {server.name} server)"
         schema = tool.input_schema if tool.input_schema.get("type") == "object" else {}
         self.parameters: dict[str, Any] = {"type": "object", "properties": {}, **schema}
+
+    def time_limit(self, arguments: dict[str, Any]) -> float:
+        return CLIENT_TOOL_TIMEOUT + STOP_MARGIN
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolOutput:
         if self.client.call_tool is None:

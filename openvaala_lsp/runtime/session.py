@@ -227,7 +227,7 @@ class SessionRunner:
             # then the parent stops its sub-agent's) could land in the turn's end and cut its saving
             return self.active.turn.id
         self.active.interrupting = True
-        if self.active.committed:
+        if self.active.committed or self.active.checking:
             self.active.task.cancel()
         return self.active.turn.id
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from openvaala_lsp import paths
 from openvaala_lsp.definitions import AgentDefinition, Definitions, Skill
-from openvaala_lsp.tools.base import ToolContext, ToolOutput
+from openvaala_lsp.tools.base import DEFAULT_TIME_LIMIT, ToolContext, ToolOutput
 from openvaala_lsp.tools.protected import Protected
 
 SKILL_TOOL = "skill"
@@ -43,6 +43,9 @@ class SkillTool:
             "properties": {"name": {"type": "string", "enum": sorted(self.skills)}},
             "required": ["name"],
         }
+
+    def time_limit(self, arguments: dict[str, Any]) -> float:
+        return DEFAULT_TIME_LIMIT
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolOutput:
         name = arguments.get("name")

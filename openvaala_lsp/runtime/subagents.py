@@ -76,6 +76,9 @@ class SubAgentTool:
             "required": ["agent", "task"],
         }
 
+    def time_limit(self, arguments: dict[str, Any]) -> None:
+        return None  # a turn of its own, whose calls have their limits; an interrupt reaches it
+
     def _agents(self) -> list[Any]:
         return [a for name in self._allowed if (a := catalog.configured_agent(self._definitions, name)) is not None]
 

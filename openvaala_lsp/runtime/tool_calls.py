@@ -1,8 +1,9 @@
 """Running the tool calls of one model response. Each call first passes its preToolUse hooks and the
 permissions (`permissions.py`), waiting for the user's approval where they ask; then the calls are
 saved together (they are one assistant message to the model) and run in order, each followed by its
-postToolUse hooks. Whatever goes wrong (an unknown tool, bad arguments, a crash, a refusal) becomes
-the call's result, which the model reads and can act on; only an interrupt ends the turn."""
+postToolUse hooks. Whatever goes wrong (an unknown tool, bad arguments, a crash, a refusal, a call
+past its deadline) becomes the call's result, which the model reads and can act on; only an
+interrupt ends the turn, and it never waits long on a tool (`STOP_SECONDS`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import asyncio
 import copy
 import json
 import logging
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import attrs
@@ -32,6 +34,11 @@ logger = logging.getLogger(__name__)
 
 INTERRUPTED_TOOL_TEXT = "[interrupted: the tool was stopped]"
 QUICK_TOOL_SECONDS = 0.05  # a tool that ends within this shows its call saved with its result
+# the longest an interrupted turn waits for its tool to end: one still ending after that (a process
+# slow to die) goes on ending as a runtime task, which `Runtime.stop` waits for
+STOP_SECONDS = 1.0
+
+Spawn = Callable[[Coroutine[Any, Any, ToolOutput]], "asyncio.Task[ToolOutput]"]
 
 
 @attrs.define(eq=False)
@@ -73,7 +80,7 @@ async def run_tool_calls(
     # each call runs while they commit, asked for once the first call's tool has started (see _run)
     await items.complete_many(indexes, ItemStatus.COMPLETED, later=True, now=False)
     for plan in planned:
-        if await _run(plan, tools, items, hooks):
+        if await _run(plan, tools, items, hooks, gate.host.spawn):
             return True
     return stop
 
@@ -143,7 +150,7 @@ def _denial(reason: str, answer: Answer) -> str:
     return truncate_text(f"the user denied this call ({reason}){said}")
 
 
-async def _run(plan: PlannedCall, tools: dict[str, Tool], items: TurnItems, hooks: SessionHooks) -> bool:
+async def _run(plan: PlannedCall, tools: dict[str, Tool], items: TurnItems, hooks: SessionHooks, spawn: Spawn) -> bool:
     """Runs one decided call and saves its result item; True if a postToolUse hook stops the turn.
     The call is reported saved before its result item starts. A tool that ends within
     `QUICK_TOOL_SECONDS` (with no postToolUse hook to run) has its call and result committed together
@@ -151,7 +158,7 @@ async def _run(plan: PlannedCall, tools: dict[str, Tool], items: TurnItems, hook
     committed meanwhile (the tool goes on) and its result item started (shown running) once the
     call is reported."""
     call = plan.call
-    running = None if plan.refusal is not None else asyncio.ensure_future(tool_output(call, tools, plan.context))
+    running = None if plan.refusal is not None else spawn(tool_output(call, tools, plan.context))
     try:
         if running is not None:
             # the tool's first step (a command's start) runs before any commit is asked for: beside
@@ -224,10 +231,11 @@ def _fill(item: Item, plan: PlannedCall, output: ToolOutput, *, notes: bool = Tr
 
 
 async def _stop(running: asyncio.Future[ToolOutput] | None) -> None:
-    """Stops a tool that is still running and waits for it to end (its process killed)."""
+    """Stops a tool that is still running and waits for it to end (its process killed), up to
+    `STOP_SECONDS`."""
     if running is not None and not running.done():
         running.cancel()
-        await asyncio.gather(running, return_exceptions=True)
+        await asyncio.wait([running], timeout=STOP_SECONDS)
 
 
 async def tool_output(call: ToolCall, tools: dict[str, Tool], context: ToolContext) -> ToolOutput:
@@ -240,11 +248,17 @@ async def tool_output(call: ToolCall, tools: dict[str, Tool], context: ToolConte
         return ToolOutput(text=f"the arguments are not valid JSON ({exc}): {call.arguments[:200]}", is_error=True)
     if not isinstance(arguments, dict):
         return ToolOutput(text="the arguments must be a JSON object", is_error=True)
+    limit = tool.time_limit(arguments)
+    deadline = asyncio.timeout(limit)
     try:
-        return await tool.run(arguments, context)
+        async with deadline:
+            return await tool.run(arguments, context)
     except asyncio.CancelledError:
         raise
     except Exception as exc:
+        if deadline.expired():
+            text = f"[the tool did not end within {limit:g} s and was stopped, with whatever it started]"
+            return ToolOutput(text=text, is_error=True)
         logger.exception("tool %s crashed", call.name)
         return ToolOutput(text=f"the tool failed: {type(exc).__name__}: {exc}", is_error=True)
 

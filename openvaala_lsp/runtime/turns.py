@@ -120,8 +120,10 @@ class ActiveTurn(FieldRepr):
     task: asyncio.Task[None] | None = None
     interrupting: bool = False
     context: list[str] = attrs.Factory(list)  # hook-added context for this turn's requests
-    # until the turn has recorded its inputs an interrupt only marks it: the inputs belong to the turn
+    # until the turn has recorded its inputs an interrupt only marks it: the inputs belong to the turn;
+    # but it stops their userPromptSubmit hooks, which may run for long (`checking`)
     committed: bool = False
+    checking: bool = False
     auto_compacted: bool = False  # automatic compaction runs at most once per turn
     request_tokens: int = 0  # the estimated size of the request being made
     overflow_retried: bool = False  # a context-length error gets one compaction and one retry
@@ -170,15 +172,7 @@ async def execute(owner: TurnOwner, active: ActiveTurn, inputs: list[PendingInpu
         if _has_hooks(active, "userPromptSubmit"):  # what they report comes after the turn's start
             await owner.host.storage.flush()
             owner.announce(active)
-        blocked: list[str] = []
-        decided: list[tuple[PendingInput, ItemStatus]] = []
-        for pending in inputs:
-            prompt = await active.hooks.fire("userPromptSubmit", {"prompt": context.item_text(pending.item)})
-            active.context += prompt.additional_context
-            if prompt.blocked:
-                blocked.append(prompt.reason or "blocked by a hook")
-            # a blocked prompt stays in the history, marked withdrawn: never sent to the model
-            decided.append((pending, ItemStatus.WITHDRAWN if prompt.blocked else ItemStatus.COMPLETED))
+        decided, blocked = await _check_prompts(owner, active, inputs)
         # the first model request goes out while the inputs commit; they show saved once committed
         await record_inputs(owner, active, decided, wait=False)
         active.committed = True
@@ -197,6 +191,34 @@ async def execute(owner: TurnOwner, active: ActiveTurn, inputs: list[PendingInpu
         turn.error = ErrorInfo(kind=exc.kind, message=exc.message)
     except Exception as exc:
         fail_internally(turn, exc, "turn %s failed")
+
+
+async def _check_prompts(
+    owner: TurnOwner, active: ActiveTurn, inputs: list[PendingInput]
+) -> tuple[list[tuple[PendingInput, ItemStatus]], list[str]]:
+    """Each input as its userPromptSubmit hooks decide, and why those blocked were: a blocked prompt
+    stays in the history, marked withdrawn, never sent to the model. An interrupt stops the hooks
+    (`checking`): the inputs they had not passed are withdrawn too, and the turn records them, then
+    ends interrupted."""
+    blocked: list[str] = []
+    decided: list[tuple[PendingInput, ItemStatus]] = []
+    active.checking = True
+    try:
+        for pending in inputs:
+            prompt = await active.hooks.fire("userPromptSubmit", {"prompt": context.item_text(pending.item)})
+            active.context += prompt.additional_context
+            if prompt.blocked:
+                blocked.append(prompt.reason or "blocked by a hook")
+            decided.append((pending, ItemStatus.WITHDRAWN if prompt.blocked else ItemStatus.COMPLETED))
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if owner.host.closed or current is None:  # the runtime stops: the inputs stay queued
+            raise
+        current.uncancel()  # the interrupt is handled here; the turn ends once they are recorded
+        decided += [(pending, ItemStatus.WITHDRAWN) for pending in inputs[len(decided) :]]
+    finally:
+        active.checking = False
+    return decided, blocked
 
 
 async def record_inputs(

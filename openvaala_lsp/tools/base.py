@@ -63,6 +63,14 @@ class ToolOutput(FieldRepr):
     is_error: bool = False
 
 
+DEFAULT_TIME_LIMIT = 120.0
+"""Seconds a call may take, for a tool with no limit of its own (a file tool, a skill)."""
+
+STOP_MARGIN = 30.0
+"""Seconds a tool with a limit of its own may take past it (to stop what it started, to get a
+sandbox) before the runtime stops it."""
+
+
 class Tool(Protocol):
     name: str
     description: str
@@ -71,4 +79,10 @@ class Tool(Protocol):
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolOutput:
         """Runs the tool. Bad arguments and failures are returned as `is_error` outputs, never
         raised. Cancellation (asyncio.CancelledError) stops it at once, killing any process group."""
+        ...
+
+    def time_limit(self, arguments: dict[str, Any]) -> float | None:
+        """Seconds a call with these (unchecked) arguments may take before the runtime stops it and
+        tells the model: past the tool's own limits, so that whatever becomes of its processes no call
+        holds its turn for ever. None: no limit of the runtime's (a sub-agent, whose calls have theirs)."""
         ...

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
 from openvaala_lsp.tools.arguments import ArgumentError, validate_arguments
-from openvaala_lsp.tools.base import ToolContext, ToolOutput
+from openvaala_lsp.tools.base import DEFAULT_TIME_LIMIT, ToolContext, ToolOutput
 
 T = TypeVar("T")
 
@@ -62,12 +62,16 @@ class LocalTool(abc.ABC):
     NAME: ClassVar[str]
     DESCRIPTION: ClassVar[str]
     PARAMETERS: ClassVar[dict[str, Any]]
+    TIME_LIMIT: ClassVar[float] = DEFAULT_TIME_LIMIT
 
     def __init__(self) -> None:
         self.name: str = self.NAME
         self.description: str = self.DESCRIPTION
         # A copy per instance, so a caller adjusting one tool's schema leaves the others alone.
         self.parameters: dict[str, Any] = copy.deepcopy(self.PARAMETERS)
+
+    def time_limit(self, arguments: dict[str, Any]) -> float | None:
+        return self.TIME_LIMIT
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolOutput:
         try:

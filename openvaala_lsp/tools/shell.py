@@ -10,7 +10,7 @@ from typing import Any
 import attrs
 
 from openvaala_lsp.tools import sandbox
-from openvaala_lsp.tools.base import ToolContext, ToolOutput
+from openvaala_lsp.tools.base import STOP_MARGIN, ToolContext, ToolOutput
 from openvaala_lsp.tools.common import LocalTool, ToolFailure
 from openvaala_lsp.tools.git_guard import guarded_environment
 from openvaala_lsp.tools.paths import resolve_path
@@ -104,6 +104,12 @@ class ShellTool(LocalTool):
         super().__init__()
         self.max_output = max_output
         self.read_limit = max(read_limit, max_output)
+
+    def time_limit(self, arguments: dict[str, Any]) -> float:
+        timeout_ms = arguments.get("timeout_ms", DEFAULT_TIMEOUT_MS)
+        if not isinstance(timeout_ms, int) or not 1 <= timeout_ms <= MAX_TIMEOUT_MS:
+            timeout_ms = DEFAULT_TIMEOUT_MS  # refused at once anyway
+        return timeout_ms / 1000 + STOP_MARGIN
 
     async def execute(self, arguments: dict[str, Any], context: ToolContext) -> ToolOutput:
         workdir = _working_directory(arguments.get("workdir"), context)
