@@ -111,17 +111,21 @@ async def sandboxed(command: str, context: ToolContext) -> str:
     return output.text
 
 
-def in_private_tmp(script: str, *, timeout: float = 120) -> str:
+def in_private_tmp(script: str, *, timeout: float = 120, own_pids: bool = False) -> str:
     """Runs a Python `script` (with this checkout importable) in a mount namespace of its own whose
     /tmp is a throwaway tmpfs: what a test does to /tmp there (or what a broken sandbox's cleaner
     would) cannot reach the machine's. As root, a mount namespace; as another user, a user namespace
-    too (root only inside it). Returns what the script printed; fails the test if it failed."""
+    too (root only inside it). `own_pids`: a PID namespace too, the script its first process (what
+    kills every other process there reaches no process of the machine). Returns what the script
+    printed; fails the test if it failed."""
     unshare = shutil.which("unshare")
     if unshare is None:
         pytest.skip("util-linux's unshare is needed to give the test a /tmp of its own")
     namespaces = ["--mount", "--propagation", "private"]
     if os.geteuid() != 0:
         namespaces = ["--user", "--map-root-user", *namespaces]
+    if own_pids:
+        namespaces += ["--pid", "--fork", "--mount-proc"]
     prologue = (
         "import ctypes, os, sys\n"
         "libc = ctypes.CDLL(None, use_errno=True)\n"
