@@ -10,6 +10,7 @@ the database file: a process that held it would keep the host, and so every edit
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import csv
 import io
@@ -25,6 +26,7 @@ from openvaala_lsp.protocol import api
 from openvaala_lsp.rundir import UnsafeRunDir, ensure_private, run_dir
 
 MAX_CELL = 40
+CUT_MARKER = "…[cut: the first "  # how the host ends a value it cut to fit the answer (`storage.sql`)
 CLIENT_NAME = "openvaala sql"
 NUMERIC = {
     "TINYINT",
@@ -60,14 +62,36 @@ def reach_host() -> HostLink:
 
 
 async def fetch(
-    sql: str, *, parameters: list[Any] | None = None, limit: int | None = None, link: HostLink | None = None
+    sql: str,
+    *,
+    parameters: list[Any] | None = None,
+    limit: int | None = None,
+    timeout_ms: int | None = None,
+    link: HostLink | None = None,
 ) -> dict[str, Any]:
     """The `openvaala/query` result (wire JSON) for `sql`, over `link` or a new connection to the host."""
-    given = {"sql": sql, "parameters": parameters, "limit": limit}
+    given = {"sql": sql, "parameters": parameters, "limit": limit, "timeoutMs": timeout_ms}
     params = {key: value for key, value in given.items() if value is not None}
     if link is None:  # a thread: a host forked while this loop runs would find itself inside it
         link = await asyncio.to_thread(reach_host)
     return await _via_host(link, params)
+
+
+TIMEOUT_HELP = (
+    f"seconds the query may run (default {api.DEFAULT_QUERY_TIMEOUT_MS // 1000}, at most "
+    f"{api.MAX_QUERY_TIMEOUT_MS // 1000})"
+)
+
+
+def query_timeout(text: str) -> int:
+    """`--timeout SECONDS` as the query's `timeoutMs`."""
+    try:
+        milliseconds = round(float(text) * 1000)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 1 <= milliseconds <= api.MAX_QUERY_TIMEOUT_MS:
+        raise argparse.ArgumentTypeError(f"must be more than 0 and at most {api.MAX_QUERY_TIMEOUT_MS // 1000} seconds")
+    return milliseconds
 
 
 def render_table(result: dict[str, Any]) -> str:
@@ -145,12 +169,14 @@ def render_schema(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(sql: str | None, limit: int | None = None, fmt: str = "table", schema: bool = False) -> int:
+def main(
+    sql: str | None, limit: int | None = None, fmt: str = "table", schema: bool = False, timeout_ms: int | None = None
+) -> int:
     if schema:
         sql, limit = SCHEMA_SQL, api.MAX_QUERY_LIMIT
     assert sql is not None
     try:
-        result = asyncio.run(fetch(sql, limit=limit, link=reach_host()))
+        result = asyncio.run(fetch(sql, limit=limit, timeout_ms=timeout_ms, link=reach_host()))
     except QueryFailed as exc:
         print(exc, file=sys.stderr)
         return 1
@@ -160,9 +186,19 @@ def main(sql: str | None, limit: int | None = None, fmt: str = "table", schema: 
     if not emit(text):
         return 0
     if result["truncated"]:
-        count = len(result["rows"])
-        print(f"(the first {count} rows; more exist: narrow the query or raise --limit)", file=sys.stderr)
+        print(truncation_note(result, limit or api.DEFAULT_QUERY_LIMIT), file=sys.stderr)
     return 0
+
+
+def truncation_note(result: dict[str, Any], limit: int) -> str:
+    """What a `truncated` answer left out, and what to change: the rows past `limit`, or what passed
+    the answer's size limit (values cut with a marker, or rows left out before `limit`)."""
+    count = len(result["rows"])
+    if any(isinstance(value, str) and CUT_MARKER in value for row in result["rows"] for value in row):
+        return "(values too long for one answer were cut where they say [cut: ...]: select shorter ones, e.g. substr)"
+    if count < limit:
+        return f"(the first {count} rows: the rest passed the answer's size limit; select fewer or shorter columns)"
+    return f"(the first {count} rows; more exist: narrow the query or raise --limit)"
 
 
 def emit(text: str) -> bool:
@@ -202,6 +238,12 @@ async def _via_host(link: HostLink, params: dict[str, Any]) -> dict[str, Any]:
     except PeerError as exc:
         if exc.kind == "invalidParams" and exc.problems:
             raise QueryFailed(f"query failed: {_problems(exc.problems)}") from None
+        if exc.kind == "internal" and "time limit" in str(exc):  # the host's words name timeoutMs
+            seconds = params.get("timeoutMs", api.DEFAULT_QUERY_TIMEOUT_MS) / 1000
+            raise QueryFailed(
+                f"query failed: it ran past its time limit of {seconds:g} s and was stopped: narrow it, or give it"
+                f" more time with --timeout SECONDS (at most {api.MAX_QUERY_TIMEOUT_MS // 1000})"
+            ) from None
         if exc.kind == "runtimeStopped":  # stopping, or its runtime could not open the database
             raise QueryFailed(f"the openvaala runtime host could not run the query: {exc}") from None
         raise QueryFailed(f"query failed: {exc}") from None

@@ -54,6 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--project", help="only calls in this workspace folder (or below it)")
     parser.add_argument("--format", choices=sql_cli.FORMATS, default="table", help="table (default), csv or json")
     parser.add_argument("--limit", type=int, help="rows to show (the conversation report shows 20 by default)")
+    parser.add_argument("--timeout", type=sql_cli.query_timeout, metavar="SECONDS", help=sql_cli.TIMEOUT_HELP)
     parser.add_argument("--bar", choices=METRICS, default="tokens", help="what the bars measure (default tokens)")
     parser.add_argument("--plot", type=Path, metavar="FILE", help="also draw the report into FILE.png or FILE.svg")
 
@@ -98,7 +99,8 @@ def main(args: argparse.Namespace) -> int:
         filters = filters_from(args)
         sql, parameters = report_sql(report, filters, args.limit)
         link = sql_cli.reach_host()
-        result = asyncio.run(sql_cli.fetch(sql, parameters=parameters, limit=api.MAX_QUERY_LIMIT, link=link))
+        limit, timeout_ms = api.MAX_QUERY_LIMIT, args.timeout
+        result = asyncio.run(sql_cli.fetch(sql, parameters=parameters, limit=limit, timeout_ms=timeout_ms, link=link))
     except (UsageError, sql_cli.QueryFailed) as exc:
         print(exc, file=sys.stderr)
         return 1
@@ -176,7 +178,7 @@ def render_report(report: Report, result: dict[str, Any], bar: str, filters: Fil
     if estimated:
         lines.append(f"{estimated:,} calls reported no usage: their tokens are estimates")
     if result["truncated"]:
-        lines.append("(more rows exist: use --limit)")
+        lines.append(sql_cli.truncation_note(result, api.MAX_QUERY_LIMIT))
     return "\n".join(lines)
 
 

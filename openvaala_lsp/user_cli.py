@@ -7,9 +7,9 @@
 - `openvaala demo [PROMPT]`: drives `openvaala-lsp` over stdio exactly as an editor does: a real
   conversation with the embedded local model, streamed, then its token usage read back with SQL
   while the editor session is still open.
-- `openvaala sql "SELECT ..." [--limit N] [--format table|csv|json]`, `openvaala sql --schema`: queries
-  the history database (conversations, sessions, turns, items, model_calls and the analytic views),
-  through the runtime host, started when none runs.
+- `openvaala sql "SELECT ..." [--limit N] [--timeout SECONDS] [--format table|csv|json]`, `openvaala sql
+  --schema`: queries the history database (conversations, sessions, turns, items, model_calls and the
+  analytic views), through the runtime host, started when none runs.
 - `openvaala usage [day|model|project|conversation|agent]`: token and cost reports, with bars or a plot.
 - `openvaala export --parquet DIR`: the analytic views as Parquet, only what is new since the last time.
 """
@@ -136,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     sql_parser.add_argument("--limit", type=_query_limit, help=f"rows to show (default {api.DEFAULT_QUERY_LIMIT})")
     sql_parser.add_argument("--format", choices=sql_cli.FORMATS, default="table", help="table (default), csv or json")
     sql_parser.add_argument("--schema", action="store_true", help="list the tables and views, and what columns mean")
+    sql_parser.add_argument("--timeout", type=sql_cli.query_timeout, metavar="SECONDS", help=sql_cli.TIMEOUT_HELP)
     usage_parser = commands.add_parser("usage", help=COMMANDS["usage"], description=usage_cli.__doc__)
     usage_cli.add_arguments(usage_parser)
     export_parser = commands.add_parser("export", help=COMMANDS["export"], description=export_cli.__doc__)
@@ -159,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         return export_cli.main(args)
     if (args.query is None) == (not args.schema):
         sql_parser.error("give one statement, or --schema")
-    return sql_cli.main(args.query, args.limit, args.format, args.schema)
+    return sql_cli.main(args.query, args.limit, args.format, args.schema, args.timeout)
 
 
 def _query_limit(text: str) -> int:

@@ -101,6 +101,18 @@ async def test_openvaala_sql_names_a_process_holding_the_file_outside_the_host(h
         await asyncio.wait_for(holder.wait(), WAIT)
 
 
+async def test_a_query_past_its_time_or_size_says_what_to_change(home: Path) -> None:
+    never_ends = "SELECT count(*) FROM range(1000000000) a, range(1000000000) b"
+    code, out, err = await openvaala_sql(home, never_ends, "--timeout", "0.3")
+    assert (code, out) == (1, "")
+    assert "time limit of 0.3 s" in err and "--timeout SECONDS (at most 600)" in err
+    code, out, err = await openvaala_sql(home, "SELECT repeat('x', 20000000) AS big", "--format", "csv")
+    assert code == 0 and "…[cut: the first " in out and len(out) < 17 * 2**20
+    assert "values too long for one answer were cut" in err
+    code, _, err = await openvaala_sql(home, "SELECT 1", "--timeout", "0")
+    assert code == 2 and "--timeout: must be more than 0" in err
+
+
 def test_sql_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     """`openvaala sql ... | head`: the reader stops early; no traceback, exit 0."""
     env = {**os.environ, "OPENVAALA_HOME": str(tmp_path), "OPENVAALA_HOST_IDLE_SECONDS": "1"}
