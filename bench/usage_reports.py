@@ -22,7 +22,6 @@ from pathlib import Path
 from openvaala_lsp.storage.duckdb_store import DuckDBStorage
 from openvaala_lsp.storage.export import ExportRequest
 from openvaala_lsp.storage.reports import REPORTS, Filters, report_sql
-from openvaala_lsp.storage.sql import query_file
 
 _spec = importlib.util.spec_from_file_location("usage_data", Path(__file__).parent / "usage_data.py")
 assert _spec is not None and _spec.loader is not None
@@ -32,21 +31,25 @@ _spec.loader.exec_module(usage_data)
 FILTERED = Filters(since=dt.datetime(2025, 3, 1, tzinfo=dt.UTC), project="/home/dev/project3")
 
 
-def time_reports(path: Path, runs: int) -> None:
+async def time_reports(path: Path, runs: int) -> None:
+    """Each report as the runtime host answers it (`openvaala usage` asks the host)."""
     print(f"{'report':<14}{'all calls':>12}{'March, one project':>22}   (median of {runs} warm runs, ms)")
-    for report in REPORTS.values():
-        cells = []
-        for filters in (Filters(), FILTERED):
-            sql, parameters = report_sql(report, filters)
-            query_file(str(path), sql, parameters, 100_000).run()  # warm: the blocks are cached
-            times = []
-            for _ in range(runs):
-                job = query_file(str(path), sql, parameters, 100_000)
-                started = time.perf_counter()
-                job.run()
-                times.append((time.perf_counter() - started) * 1000)
-            cells.append(statistics.median(times))
-        print(f"{report.name:<14}{cells[0]:>12.1f}{cells[1]:>22.1f}")
+    storage = await DuckDBStorage.open(str(path))
+    try:
+        for report in REPORTS.values():
+            cells = []
+            for filters in (Filters(), FILTERED):
+                sql, parameters = report_sql(report, filters)
+                await storage.query(sql, parameters, 100_000)  # warm: the blocks are cached
+                times = []
+                for _ in range(runs):
+                    started = time.perf_counter()
+                    await storage.query(sql, parameters, 100_000)
+                    times.append((time.perf_counter() - started) * 1000)
+                cells.append(statistics.median(times))
+            print(f"{report.name:<14}{cells[0]:>12.1f}{cells[1]:>22.1f}")
+    finally:
+        await storage.close()
 
 
 async def time_export(path: Path, calls: int, runs: int) -> None:
@@ -80,7 +83,7 @@ def main() -> None:
         started = time.perf_counter()
         usage_data.generate(str(path), args.calls)
         print(f"{args.calls:,} model calls generated in {time.perf_counter() - started:.1f} s", file=sys.stderr)
-        time_reports(path, args.runs)
+        asyncio.run(time_reports(path, args.runs))
         asyncio.run(time_export(path, args.calls, max(1, args.runs // 3)))
 
 

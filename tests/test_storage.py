@@ -49,7 +49,6 @@ from openvaala_lsp.storage.codec import MODEL_CALL_COLUMNS, PENDING_INPUTS, TURN
 from openvaala_lsp.storage.duckdb_store import DuckDBStorage
 from openvaala_lsp.storage.migrations import LATEST_VERSION, migrate
 from openvaala_lsp.storage.opening import CONFIG, connect_file
-from openvaala_lsp.storage.sql import query_file
 from openvaala_lsp.storage.writer import Put
 
 T0 = dt.datetime(2025, 3, 1, 12, 0, tzinfo=dt.UTC)
@@ -705,10 +704,14 @@ async def test_journaled_batches_wait_to_commit_together_until_a_read_needs_them
     assert len(logged) == 3 and groups == [3]  # one DuckDB transaction for the three
 
 
-def test_sql_on_a_file_no_runtime_holds_sees_what_the_journal_answered(db_path: str) -> None:
+async def test_sql_after_a_kill_sees_what_the_journal_answered(db_path: str) -> None:
     assert answered_then_killed(db_path) == "ack 3"
-    job = query_file(db_path, "SELECT item_id FROM items ORDER BY ordinal", [], 10)
-    assert job.run().rows == [["item_j1"], ["item_j2"], ["item_j3"]]
+    storage = await DuckDBStorage.open(db_path)
+    try:
+        result = await storage.query("SELECT item_id FROM items ORDER BY ordinal", [], 10)
+    finally:
+        await storage.close()
+    assert result.rows == [["item_j1"], ["item_j2"], ["item_j3"]]
 
 
 async def test_a_journal_is_replayed_into_its_own_database_only(tmp_path: Path) -> None:

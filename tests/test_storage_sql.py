@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
-import subprocess
-import sys
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -18,11 +16,12 @@ import pytest
 
 from openvaala_lsp import compact_json
 from openvaala_lsp.model import Conversation, Session
-from openvaala_lsp.storage import StorageClosedError, StorageLockedError
+from openvaala_lsp.storage import StorageClosedError
 from openvaala_lsp.storage.duckdb_store import QUERY_THREADS, DuckDBStorage
 from openvaala_lsp.storage.errors import QueryError, StorageOutOfMemory
 from openvaala_lsp.storage.interfaces import SqlResult
-from openvaala_lsp.storage.sql import MAX_ERROR_CHARS, READ_ONLY_CONFIG, QueryJob, query_file
+from openvaala_lsp.storage.opening import CONFIG
+from openvaala_lsp.storage.sql import MAX_ERROR_CHARS, QueryJob
 from openvaala_lsp.storage.writer import Run
 
 T0 = dt.datetime(2025, 3, 1, 12, 0, tzinfo=dt.UTC)
@@ -217,7 +216,7 @@ async def test_limit_caps_rows_and_truncated_says_more_existed(storage: DuckDBSt
 
 
 def run_job(sql: str, max_bytes: int) -> SqlResult:
-    con = duckdb.connect(config=READ_ONLY_CONFIG)
+    con = duckdb.connect(config=CONFIG)
     try:
         return QueryJob(con.cursor(), sql, [], 1000, max_bytes=max_bytes).run()
     finally:
@@ -435,40 +434,3 @@ async def test_running_out_of_memory_is_no_fault_of_the_sql(storage: DuckDBStora
     with pytest.raises(StorageOutOfMemory, match=r"memory_limit is 128MB\): Out of Memory Error: failed to allocate"):
         await storage.query(sql, [], 10)
     assert await rows(storage, "SELECT 42") == [[42]]
-
-
-# A file no runtime holds (`openvaala sql` without a host)
-
-
-async def test_query_file_reads_a_closed_database_read_only(db_path: str) -> None:
-    store = await DuckDBStorage.open(db_path)
-    await add_conversation(store, "conv_1", "first")
-    await store.close()
-    result = query_file(db_path, "SELECT id, created_at FROM conversations", [], 10).run()
-    assert result.rows == [["conv_1", "2025-03-01T12:00:00.000000Z"]]
-    with pytest.raises(QueryError, match="this is DELETE"):
-        query_file(db_path, "DELETE FROM conversations", [], 10).run()
-    outside = Path(db_path).with_name("notes.txt")
-    outside.write_text("not history")
-    with pytest.raises(QueryError, match="disabled by configuration"):
-        query_file(db_path, f"SELECT * FROM read_text('{outside}')", [], 10).run()
-    store = await DuckDBStorage.open(db_path)  # nothing holds the file any more
-    assert (await store.get_conversation("conv_1")) is not None
-    await store.close()
-
-
-def test_query_file_names_the_process_holding_the_file(db_path: str) -> None:
-    hold = f"import duckdb, sys; c = duckdb.connect({db_path!r}); print('held', flush=True); sys.stdin.read()"
-    child = subprocess.Popen(  # DuckDB's lock is per process: another process must hold the file
-        [sys.executable, "-c", hold],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert child.stdout is not None and child.stdout.readline() == "held\n"
-        with pytest.raises(StorageLockedError) as caught:
-            query_file(db_path, "SELECT 1", [], 10)
-        assert caught.value.pid == child.pid
-    finally:
-        child.communicate(timeout=WAIT)

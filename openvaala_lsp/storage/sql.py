@@ -1,5 +1,5 @@
-"""Read-only SQL on the history database: `openvaala/query` in the runtime, and `openvaala sql` on a
-file that no runtime holds.
+"""Read-only SQL on the history database: `openvaala/query` in the runtime (also what `openvaala sql`
+asks, through the runtime host).
 
 Three guards, each of which alone stops a write (measured with DuckDB 2.0.1):
 1. DuckDB's own parser (`extract_statements`) must find exactly one statement, of type SELECT (what
@@ -8,7 +8,7 @@ Three guards, each of which alone stops a write (measured with DuckDB 2.0.1):
 2. The statement runs in `BEGIN TRANSACTION READ ONLY`, which DuckDB enforces and which is rolled
    back: INSERT, nextval(), a DELETE inside a WITH (it parses as SELECT) and EXPLAIN ANALYZE DELETE
    all fail with "transaction is launched in read-only mode".
-3. The database runs with `enable_external_access = false` (`opening.CONFIG`, `READ_ONLY_CONFIG`):
+3. The database runs with `enable_external_access = false` (`opening.CONFIG`):
    file readers (read_csv, read_parquet, read_text, ...), COPY, ATTACH, INSTALL/LOAD and Python
    replacement scans fail with a permission error. DuckDB has this setting per database, not per
    connection, and refuses to turn it back on while the database runs. It still lets a reader see
@@ -32,19 +32,11 @@ from openvaala_lsp import compact_json
 from openvaala_lsp.storage.engine import duckdb
 from openvaala_lsp.storage.errors import QueryCancelled, QueryError, StorageError
 from openvaala_lsp.storage.interfaces import MAX_RESULT_BYTES, SqlColumn, SqlResult
-from openvaala_lsp.storage.migrations import LATEST_VERSION, current_version, migrate
-from openvaala_lsp.storage.opening import connect, journal_ahead, land_journal, out_of_memory
+from openvaala_lsp.storage.opening import out_of_memory
 from openvaala_lsp.storage.sql_values import Convert, converter, type_name
 
 log = logging.getLogger(__name__)
 
-READ_ONLY_CONFIG: dict[str, Any] = {
-    "memory_limit": "128MB",
-    "threads": 1,
-    "enable_external_access": False,
-    "autoinstall_known_extensions": False,
-    "autoload_known_extensions": False,
-}
 MAX_ERROR_CHARS = 500
 MIN_VALUE_BYTES = 256  # a value's share of `MAX_RESULT_BYTES` when there are thousands of columns
 CUT_MARKER_BYTES = 80  # "…[cut: the first 2,796,120 of 50,000,000 characters of its JSON]", with room
@@ -228,37 +220,6 @@ async def stop(job: QueryJob, done: Future[SqlResult]) -> None:
         job.cancel()
         await asyncio.sleep(INTERRUPT_RETRY)
     log.warning("a query did not stop within %.0f s of its interrupt", INTERRUPT_ATTEMPTS * INTERRUPT_RETRY)
-
-
-def query_file(path: str, sql: str, parameters: list[Any], limit: int) -> QueryJob:
-    """A job on a read-only connection of its own to `path`, for when no runtime holds the file; the
-    connection closes with the job. A file an older openvaala wrote is brought to the current schema
-    first (the views the reports use are in it), and given what its journal holds that it lacks (the
-    runtime was killed). Raises StorageLockedError if a process holds it."""
-    con = _open(path, read_only=True)
-    if current_version(con) < LATEST_VERSION or journal_ahead(con, path):
-        con.close()
-        _open(path, read_only=False).close()  # opening read-write migrates and replays; no runtime holds the file
-        con = _open(path, read_only=True)
-    try:
-        con.execute("SET TimeZone = 'UTC'")  # TIMESTAMPTZ arithmetic and casts in UTC, as in the runtime
-    except BaseException:
-        con.close()
-        raise
-    return QueryJob(con, sql, parameters, limit)
-
-
-def _open(path: str, *, read_only: bool) -> duckdb.DuckDBPyConnection:
-    if read_only:
-        return connect(path, READ_ONLY_CONFIG, read_only=True)
-    con = connect(path, READ_ONLY_CONFIG)
-    try:
-        migrate(con, path)
-        land_journal(con, path)  # no journal file is made: the runtime's open makes it
-    except BaseException:
-        con.close()
-        raise
-    return con
 
 
 def _one_statement(cursor: duckdb.DuckDBPyConnection, sql: str) -> duckdb.Statement:

@@ -7,6 +7,7 @@ export adds only the new rows, and Apache DataFusion reads the export to the sam
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import importlib.util
 import shutil
@@ -20,8 +21,8 @@ import pytest
 
 from openvaala_lsp.storage.duckdb_store import DuckDBStorage
 from openvaala_lsp.storage.export import ExportRequest
+from openvaala_lsp.storage.interfaces import SqlResult
 from openvaala_lsp.storage.reports import REPORTS, Filters, report_sql
-from openvaala_lsp.storage.sql import query_file
 
 CALLS = 1_000_000
 _spec = importlib.util.spec_from_file_location("usage_data", Path(__file__).parents[2] / "bench/usage_data.py")
@@ -90,8 +91,16 @@ def copy(million: Path, tmp_path: Path) -> Iterator[Path]:
 
 
 def run(path: Path, sql: str, parameters: list[Any] | None = None) -> tuple[list[str], list[list[Any]]]:
-    """What `openvaala sql` / `openvaala/query` return: the same job, values as JSON."""
-    result = query_file(str(path), sql, parameters or [], 100_000).run()
+    """What `openvaala sql` / `openvaala/query` return: the storage's query, values as JSON."""
+
+    async def query() -> SqlResult:
+        storage = await DuckDBStorage.open(str(path))
+        try:
+            return await storage.query(sql, parameters or [], 100_000)
+        finally:
+            await storage.close()
+
+    result = asyncio.run(query())
     return [c.name for c in result.columns], result.rows
 
 
