@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import os
-from typing import Any
+import stat
+from typing import IO, Any
 
 from openvaala_lsp.tools.base import ToolContext, ToolOutput
 from openvaala_lsp.tools.common import LocalTool, StopFlag, ToolFailure, run_in_thread
@@ -31,6 +33,27 @@ def _existing_file(path: str, real: str) -> None:
         raise ToolFailure(f"not a regular file: {path}")
 
 
+def _open_regular(path: str, real: str, mode: str) -> IO[bytes]:
+    """`real` opened for reading ("rb") or writing over it ("wb"), only if it is a regular file. Opened
+    without waiting, then checked: a FIFO put there (also after a check, by a command) would hold
+    the thread forever, and a device is not a file of the workspace."""
+    flags = os.O_RDONLY if mode == "rb" else os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+    try:
+        fd = os.open(real, flags | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+    except OSError as error:
+        if error.errno == errno.ENXIO:  # a FIFO no one reads
+            raise ToolFailure(f"not a regular file: {path}") from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ToolFailure(f"not a regular file: {path}")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, mode)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def _number(line_number: int, text: str) -> str:
     return f"{line_number:>6}\t{text}"
 
@@ -44,7 +67,7 @@ def _clip(text: str) -> str:
 
 def _read_lines(path: str, real: str, offset: int, limit: int, stop: StopFlag) -> str:
     _existing_file(path, real)
-    with open(real, "rb") as file:
+    with _open_regular(path, real, "rb") as file:
         if is_binary(file.read(BINARY_SNIFF_BYTES)):
             size = os.fstat(file.fileno()).st_size
             raise ToolFailure(f"binary file, not shown: {path} ({size} bytes); read_file only shows text")
@@ -128,7 +151,7 @@ def _write(path: str, real: str, content: str) -> str:
     os.makedirs(os.path.dirname(real), exist_ok=True)
     data = content.encode("utf-8")
     # Written in place, so the file keeps its mode, owner and hard links.
-    with open(real, "wb") as file:
+    with _open_regular(path, real, "wb") as file:
         file.write(data)
     verb = "Overwrote" if existed else "Created"
     return f"{verb} {real} ({len(data)} bytes)"
@@ -177,7 +200,7 @@ def _snippet(content: str, start: int, length: int) -> str:
 
 def _edit(path: str, real: str, old: str, new: str, replace_all: bool) -> str:
     _existing_file(path, real)
-    with open(real, "rb") as file:
+    with _open_regular(path, real, "rb") as file:
         data = file.read()
     if is_binary(data):
         raise ToolFailure(f"binary file, cannot edit: {path}")
@@ -204,7 +227,7 @@ def _edit(path: str, real: str, old: str, new: str, replace_all: bool) -> str:
         )
     first = content.find(old)
     updated = content.replace(old, new) if replace_all else content.replace(old, new, 1)
-    with open(real, "wb") as file:
+    with _open_regular(path, real, "wb") as file:
         file.write(updated.encode("utf-8"))
     done = f"Replaced {count} occurrences" if replace_all and count > 1 else "Replaced 1 occurrence"
     return f"{done} in {real}.\n{_snippet(updated, first, len(new))}"

@@ -21,6 +21,7 @@ import json
 import os
 import signal
 import textwrap
+import threading
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from processes import running_with
 from sandbox_helpers import in_private_tmp, needs_sandbox
 from turn_helpers import API_KEY, Session, definitions, text_of
 
+from openvaala_lsp.tools import files
 from openvaala_lsp.tools.files import WriteFileTool
 
 pytestmark = needs_sandbox
@@ -290,20 +292,33 @@ async def test_output_flooding_past_its_timeout(agent: Agent) -> None:
 async def test_a_tool_past_the_runtime_s_deadline_gives_the_model_an_error(
     agent: Agent, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """write_file into a FIFO nobody reads would block for ever: the runtime's deadline ends it."""
+    """A file tool whose thread never comes back (a hung network file system, say) ends at the
+    runtime's deadline: the write is made to block as such a file system would."""
     monkeypatch.setattr(WriteFileTool, "TIME_LIMIT", 0.5)
-    fifo = agent.workspace / "pipe"
-    os.mkfifo(fifo)
-    call = ChatStream().tool_call("c1", "write_file", [json.dumps({"path": "pipe", "content": "x"})])
+    hung = threading.Event()
+    monkeypatch.setattr(files, "_write", lambda path, real, content: hung.wait(30) and "written late")
+    call = ChatStream().tool_call("c1", "write_file", [json.dumps({"path": "hung", "content": "x"})])
     await agent.start(call.finish().response(), said("done"))
     try:
         turn, result = await agent.outcome()
     finally:
-        # the writer's thread, blocked in open, goes on once a reader has opened the FIFO
-        os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+        hung.set()  # the thread goes on and ends
     assert turn["status"] == "completed"
     assert "did not end within 0.5 s" in text_of(result) and result["toolResult"]["isError"] is True
     assert "did not end" in json.dumps(agent.provider.requests_for("openai-chat")[-1].json["messages"][-1])
+
+
+@pytest.mark.parametrize("tool", ["read_file", "write_file", "edit"])
+async def test_a_fifo_is_refused_at_once_never_waited_on(agent: Agent, tool: str) -> None:
+    """A FIFO where a file was (a command can put one there) would hold a file tool's thread for ever."""
+    os.mkfifo(agent.workspace / "pipe")
+    arguments = {"path": "pipe", "content": "x", "old_string": "a", "new_string": "b"}
+    wanted = {"read_file": ["path"], "write_file": ["path", "content"], "edit": ["path", "old_string", "new_string"]}
+    given = {key: arguments[key] for key in wanted[tool]}
+    await agent.start(ChatStream().tool_call("c1", tool, [json.dumps(given)]).finish().response(), said("done"))
+    turn, result = await agent.outcome()
+    assert turn["status"] == "completed"
+    assert "not a regular file: pipe" in text_of(result) and result["toolResult"]["isError"] is True
 
 
 # An interrupt in every other state of a turn
