@@ -13,7 +13,7 @@ import pytest
 from jsonschema import Draft202012Validator, FormatChecker
 
 from openvaala_lsp import model
-from openvaala_lsp.protocol import api, converter, events, methods, schema
+from openvaala_lsp.protocol import PROTOCOL_VERSION, api, converter, events, methods, schema
 from openvaala_lsp.protocol.codes import CODES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -86,7 +86,15 @@ def test_spec_methods_are_registered_and_have_schema_files() -> None:
     section = PROTOCOL_MD.read_text().split("## 2.")[1].split("## 3.")[0]
     spec_methods = re.findall(r"^\| `(openvaala/\w+)` \|", section, re.MULTILINE)
     assert len(spec_methods) >= 40
-    for method in spec_methods:
+    # the draft may be ahead of this build: what a later version added is not held against it
+    later = re.split(r"^Added in (\d+\.\d+)", section, flags=re.MULTILINE)[1:]
+    ahead = {
+        f"openvaala/{name}"
+        for version, text in zip(later[::2], later[1::2], strict=True)
+        if tuple(map(int, version.split("."))) > tuple(map(int, PROTOCOL_VERSION.split(".")))
+        for name in re.findall(r"^- `(\w+)`", text, re.MULTILINE)
+    }
+    for method in (m for m in spec_methods if m not in ahead):
         assert method in methods.REQUESTS
         short = method.removeprefix(methods.PREFIX)
         assert {f"requests/{short}.params.json", f"requests/{short}.result.json"} <= _files().keys()
