@@ -24,6 +24,7 @@ CASES = HERE / "nvim_plugin" / "cases"
 BIN = str(Path(sys.executable).parent)
 NVIM = shutil.which("nvim", path=os.pathsep.join([BIN, os.environ.get("PATH", "")]))
 INSTALL = {"missing_server": "rtp"}  # how each case installs the plugin; the others use packpath
+ENV = {"snapshot_pages": {"OPENVAALA_MAX_MESSAGE_BYTES": str(256 * 1024)}}  # what a case adds
 
 
 def run_case(case: str, home: Path, workspace: Path, tmp_path: Path) -> dict[str, Any]:
@@ -50,6 +51,7 @@ def run_case(case: str, home: Path, workspace: Path, tmp_path: Path) -> dict[str
         "OPENVAALA_TEST_INSTALL": INSTALL.get(case, "packpath"),
         "OPENVAALA_TEST_PYTHON": sys.executable,
         "OPENVAALA_TEST_RESULT": str(result),
+        **ENV.get(case, {}),
     }
     init = HERE / "nvim_plugin" / "init.lua"
     command = [NVIM, "--headless", "-n", "-i", "NONE", "-u", str(init)]

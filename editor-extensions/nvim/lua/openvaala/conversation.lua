@@ -368,6 +368,23 @@ function Conversation:_turns(ids)
   return turns
 end
 
+--- A snapshot too big for one message comes in pages (`snapshotCursor`), all of the one taken at
+--- the subscription: the rest is added to `snap` before any event after it applies.
+function Conversation:_whole_snapshot(snap)
+  local cursor = snap.snapshotCursor
+  while type(cursor) == "string" do
+    local page, err = self.server:call("getSessionSnapshot", { subscriptionId = snap.subscriptionId, cursor = cursor })
+    if err then
+      return nil, err
+    end
+    for _, key in ipairs({ "pendingApprovals", "pendingInputs", "streamingItems" }) do
+      snap[key] = vim.list_extend(snap[key] or {}, page[key] or {})
+    end
+    cursor = page.snapshotCursor
+  end
+  return true
+end
+
 --- Inside a task: (re)subscribes to the main session and completes its snapshot.
 function Conversation:_sync_session()
   local old = self.subs.session
@@ -389,6 +406,12 @@ function Conversation:_sync_session()
     return nil, err
   end
   local sub = self:_subscribe_local("session", snap.subscriptionId)
+  local paged, page_err = self:_whole_snapshot(snap)
+  if not paged then
+    self.server:release(sub.id, true)
+    self.subs.session = nil
+    return nil, page_err
+  end
   local logged, list_err
   if not self.loaded_once then
     logged, list_err = self:_list_recent(snap.lastSavedOrdinal)

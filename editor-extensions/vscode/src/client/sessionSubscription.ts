@@ -3,7 +3,14 @@
 // slow, seq gap, connection restarted) without losing or repeating anything on screen.
 import { Emitter, type Disposable } from "./emitter";
 import { RESUBSCRIBE_KINDS, errorKind, toProtocolError } from "../protocol/errors";
-import type { ErrorInfo, LoggedItem, LoggedItemPage, SessionEvent, SubscribeSessionResult } from "../protocol/generated";
+import type {
+  ErrorInfo,
+  GetSessionSnapshotResult,
+  LoggedItem,
+  LoggedItemPage,
+  SessionEvent,
+  SubscribeSessionResult,
+} from "../protocol/generated";
 import type { OpenvaalaRpc } from "./rpc";
 import { DEFAULT_RETRY, delay, isTransient, type RetryPolicy } from "./retry";
 import type { SubscriptionHub, SubscriptionSink } from "./subscriptions";
@@ -122,7 +129,7 @@ export class SessionSubscription implements Disposable {
       },
     };
 
-    const result = await this.subscribe();
+    const result = await this.subscribe().then((first) => this.wholeSnapshot(first));
     if (this.disposed) {
       void this.rpc.request("openvaala/unsubscribe", { subscriptionId: result.subscriptionId }).catch(() => undefined);
       return;
@@ -159,6 +166,33 @@ export class SessionSubscription implements Disposable {
       await this.reopen();
       return await this.rpc.request("openvaala/subscribeSession", params);
     }
+  }
+
+  /**
+   * A snapshot too big for one message comes in pages (`snapshotCursor`), all of the one snapshot
+   * taken at the subscription: the rest is fetched before any event is applied.
+   */
+  private async wholeSnapshot(first: SubscribeSessionResult): Promise<SubscribeSessionResult> {
+    if (first.snapshotCursor === undefined) return first;
+    const whole = {
+      ...first,
+      pendingApprovals: [...first.pendingApprovals],
+      pendingInputs: [...first.pendingInputs],
+      streamingItems: [...first.streamingItems],
+    };
+    let cursor: string | undefined = first.snapshotCursor;
+    while (cursor !== undefined && !this.disposed) {
+      const page: GetSessionSnapshotResult = await this.rpc.request("openvaala/getSessionSnapshot", {
+        subscriptionId: first.subscriptionId,
+        cursor,
+      });
+      whole.pendingApprovals.push(...page.pendingApprovals);
+      whole.pendingInputs.push(...page.pendingInputs);
+      whole.streamingItems.push(...page.streamingItems);
+      cursor = page.snapshotCursor;
+    }
+    delete whole.snapshotCursor;
+    return whole;
   }
 
   private async listAfter(ordinal: number): Promise<LoggedItem[]> {

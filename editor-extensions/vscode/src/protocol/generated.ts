@@ -20,8 +20,8 @@ export type ItemStatus =
   "pending" | "streaming" | "awaitingApproval" | "completed" | "withdrawn" | "interrupted";
 export type ItemType =
   "userMessage" | "assistantMessage" | "reasoning" | "toolCall" | "toolResult" | "compaction" | "error";
-export type Order = "asc" | "desc";
 export type SessionInputMode = "queue" | "steer" | "interrupt";
+export type Order = "asc" | "desc";
 /**
  * Discriminated by `type`.
  */
@@ -85,6 +85,9 @@ export interface PermissionsInput {
  * What the shell tool's processes may touch (bubblewrap on Linux).
  */
 export interface SandboxInput {
+  allowEnv?: string[] | null;
+  allowUnixSockets?: string[] | null;
+  denyRead?: string[] | null;
   /**
    * Default: `"workspace-write"`.
    */
@@ -111,6 +114,9 @@ export interface Permissions {
  * What the shell tool's processes may touch (bubblewrap on Linux).
  */
 export interface Sandbox {
+  allowEnv?: string[];
+  allowUnixSockets?: string[];
+  denyRead?: string[];
   mode: SandboxMode;
   network: boolean;
 }
@@ -512,6 +518,63 @@ export interface GetSessionDetailsParams {
   conversationId: string;
   sessionId: string;
 }
+export interface GetSessionSnapshotParams {
+  cursor: string;
+  subscriptionId: string;
+}
+/**
+ * The next page of a subscribeSession snapshot: more of its three lists, in their order.
+ */
+export interface GetSessionSnapshotResult {
+  pendingApprovals: PendingApproval[];
+  pendingInputs: PendingInputInfo[];
+  snapshotCursor?: string;
+  streamingItems: StreamingItem[];
+}
+/**
+ * A tool call waiting for `answerApproval`: its item, the session it belongs to, the request.
+ */
+export interface PendingApproval {
+  approval: ApprovalRequest;
+  itemId: string;
+  sessionId: string;
+}
+export interface PendingInputInfo {
+  item: Item;
+  mode: SessionInputMode;
+  turnId?: string;
+}
+export interface Item {
+  compaction?: Compaction;
+  content?: Content[];
+  conversationId: string;
+  createdAt: string;
+  from?: Address;
+  id: string;
+  providerData?: {
+    [k: string]: unknown | undefined;
+  }[];
+  sessionId: string;
+  status: ItemStatus;
+  toolCall?: ToolCall;
+  toolResult?: ToolResult;
+  turnId?: string;
+  type: ItemType;
+}
+export interface ToolCall {
+  arguments: string;
+  callId: string;
+  name: string;
+}
+export interface ToolResult {
+  callId: string;
+  isError: boolean;
+  name: string;
+}
+export interface StreamingItem {
+  item: Item;
+  itemIndex: number;
+}
 export interface GetSkillsParams {
   agentName?: string | null;
   conversationId?: string | null;
@@ -572,33 +635,6 @@ export interface IsConversationOpenResult {
 export interface IsIdleParams {}
 export interface IsIdleResult {
   idle: boolean;
-}
-export interface Item {
-  compaction?: Compaction;
-  content?: Content[];
-  conversationId: string;
-  createdAt: string;
-  from?: Address;
-  id: string;
-  providerData?: {
-    [k: string]: unknown | undefined;
-  }[];
-  sessionId: string;
-  status: ItemStatus;
-  toolCall?: ToolCall;
-  toolResult?: ToolResult;
-  turnId?: string;
-  type: ItemType;
-}
-export interface ToolCall {
-  arguments: string;
-  callId: string;
-  name: string;
-}
-export interface ToolResult {
-  callId: string;
-  isError: boolean;
-  name: string;
 }
 /**
  * The item is now saved under `ordinal`.
@@ -747,23 +783,10 @@ export interface OpenTerminalWorkspaceParams {
   environment?: string[] | null;
   executorId?: string | null;
 }
-/**
- * A tool call waiting for `answerApproval`: its item, the session it belongs to, the request.
- */
-export interface PendingApproval {
-  approval: ApprovalRequest;
-  itemId: string;
-  sessionId: string;
-}
 export interface PendingInputAdded {
   item: Item;
   mode: string;
   type: "pendingInputAdded";
-}
-export interface PendingInputInfo {
-  item: Item;
-  mode: SessionInputMode;
-  turnId?: string;
 }
 /**
  * `reason` is "taken" (it became part of a turn) or "withdrawn".
@@ -778,15 +801,16 @@ export interface QueryColumn {
   type: string;
 }
 /**
- * One read-only statement (SELECT, WITH, FROM, VALUES, DESCRIBE, SHOW, SUMMARIZE, EXPLAIN) on the history database; `parameters` fill its `?` / `$1` placeholders in order.
+ * One read-only statement (SELECT, WITH, FROM, VALUES, DESCRIBE, SHOW, SUMMARIZE, EXPLAIN) on the history database; `parameters` fill its `?` / `$1` placeholders in order. A query still running after `timeoutMs` is stopped.
  */
 export interface QueryParams {
   limit?: number | null;
   parameters?: unknown[] | null;
   sql: string;
+  timeoutMs?: number | null;
 }
 /**
- * `rows` hold JSON values in column order; `truncated`: more rows existed than were returned.
+ * `rows` hold JSON values in column order; `truncated`: the answer is not all of it (more rows existed than were returned, or a long value was cut, ending in `…[cut: ...]`).
  */
 export interface QueryResult {
   columns: QueryColumn[];
@@ -884,10 +908,6 @@ export interface SteerInputParams {
   itemId: string;
   turnId: string;
 }
-export interface StreamingItem {
-  item: Item;
-  itemIndex: number;
-}
 export interface SubmitInputParams {
   content: ContentInput[];
   conversationId: string;
@@ -925,6 +945,7 @@ export interface SubscribeSessionResult {
   lastSavedOrdinal: number;
   pendingApprovals: PendingApproval[];
   pendingInputs: PendingInputInfo[];
+  snapshotCursor?: string;
   streamingItems: StreamingItem[];
   subscriptionId: string;
 }
@@ -986,6 +1007,7 @@ export interface RequestMap {
   "openvaala/getSessionById": { params: GetSessionByIdParams; result: Session };
   "openvaala/getSessionContextUsage": { params: GetSessionContextUsageParams; result: SessionContextUsage };
   "openvaala/getSessionDetails": { params: GetSessionDetailsParams; result: SessionDetails };
+  "openvaala/getSessionSnapshot": { params: GetSessionSnapshotParams; result: GetSessionSnapshotResult };
   "openvaala/getSkills": { params: GetSkillsParams; result: GetSkillsResult };
   "openvaala/getTurns": { params: GetTurnsParams; result: GetTurnsResult };
   "openvaala/getWorkspaceDirectories": { params: GetWorkspaceDirectoriesParams; result: WorkspaceDirectories };
@@ -1045,6 +1067,7 @@ export const ERROR_CODES = {
   methodNotFound: -32601,
   noModelConfigured: -32013,
   notFound: -32017,
+  overloaded: -32021,
   parseError: -32700,
   requestCancelled: -32800,
   runtimeStopped: -32014,

@@ -76,6 +76,41 @@ describe("subscriptions", () => {
     client.dispose();
   });
 
+  it("completes a snapshot that comes in pages before it applies the events that came meanwhile", async () => {
+    const s = server();
+    const queued = (id: string) => ({ item: item(id, id), mode: "queue" });
+    let pages = 0;
+    s.connection
+      .handle("openvaala/subscribeSession", () => ({
+        subscriptionId: "paged",
+        lastSavedOrdinal: 0,
+        pendingApprovals: [],
+        pendingInputs: [queued("in_1")],
+        streamingItems: [],
+        snapshotCursor: "page_2",
+      }))
+      .handle("openvaala/getSessionSnapshot", (params: { subscriptionId: string; cursor: string }) => {
+        assert.equal(params.subscriptionId, "paged");
+        pages++;
+        if (params.cursor === "page_2") {
+          // an event after the snapshot arrives while its pages are fetched: it applies after them
+          s.connection.notify("openvaala/sessionEvent", {
+            subscriptionId: "paged",
+            seq: 1,
+            events: [{ type: "pendingInputRemoved", itemId: "in_2", reason: "withdrawn" }],
+          });
+          return { pendingApprovals: [], pendingInputs: [queued("in_2")], streamingItems: [], snapshotCursor: "page_3" };
+        }
+        return { pendingApprovals: [], pendingInputs: [queued("in_3")], streamingItems: [] };
+      });
+    const client = new OpenvaalaClient(s.connection, INIT, FAST);
+    const open = await client.open("conv_1");
+    const timeline = open.mainSession!.subscription.timeline;
+    assert.equal(pages, 2);
+    assert.deepEqual(timeline.snapshot().pending.map((p) => p.item.id), ["in_1", "in_3"]);
+    client.dispose();
+  });
+
   it("ignores a repeated notification and resyncs on a seq gap, listing after the last ordinal", async () => {
     const s = server();
     const client = new OpenvaalaClient(s.connection, INIT, FAST);
