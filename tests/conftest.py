@@ -12,6 +12,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from fake_provider import FakeProviderServer
 from lsp_client import LspClient
 
+from openvaala_lsp.tools.warm_sandbox import WarmSandboxes
+
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
@@ -47,6 +49,17 @@ async def client(home: Path, workspace: Path) -> AsyncIterator[LspClient]:
     await lsp.initialize([workspace])
     yield lsp
     await lsp.shutdown()
+
+
+@pytest.fixture(params=["own", "warm"])
+async def warm(request: pytest.FixtureRequest) -> AsyncIterator[WarmSandboxes | None]:
+    """None: each command starts its own sandbox; else the warm sandboxes that start them."""
+    if request.param == "own":
+        yield None
+        return
+    sandboxes = WarmSandboxes()
+    yield sandboxes
+    await sandboxes.close()
 
 
 @pytest.fixture

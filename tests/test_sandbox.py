@@ -28,17 +28,6 @@ from openvaala_lsp.tools.warm_sandbox import WarmSandboxes
 pytestmark = pytest.mark.skipif(not sandbox.state().usable, reason=f"no sandbox here: {sandbox.state().reason}")
 
 
-@pytest.fixture(params=["own", "warm"])
-async def warm(request: pytest.FixtureRequest) -> AsyncIterator[WarmSandboxes | None]:
-    """None: each command starts its own sandbox; else the warm sandboxes that start them."""
-    if request.param == "own":
-        yield None
-        return
-    sandboxes = WarmSandboxes()
-    yield sandboxes
-    await sandboxes.close()
-
-
 async def run(command: str, workspace: Path, policy: SandboxPolicy | None, warm: WarmSandboxes | None = None) -> str:
     context = ToolContext(
         directory=str(workspace),

@@ -22,6 +22,8 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from openvaala_lsp.storage.journal import sync_directory
+
 SUFFIX = ".blobs"
 _PARTIAL = ".partial"
 
@@ -77,7 +79,7 @@ class BlobStore:
             os.replace(partial, path)
             written = True
         if written:
-            _sync_directory(self.directory)
+            sync_directory(self.directory)
 
     def release(self, blobs: Iterable[tuple[str, Any]]) -> None:
         """The batch that pinned them is committed (or failed)."""
@@ -141,12 +143,4 @@ class BlobStore:
         except FileExistsError:
             return
         os.chmod(self.directory, 0o700)  # whatever the umask
-        _sync_directory(os.path.dirname(self.directory) or ".")
-
-
-def _sync_directory(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        sync_directory(os.path.dirname(self.directory) or ".")

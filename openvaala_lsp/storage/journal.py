@@ -58,7 +58,7 @@ class Journal:
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         self._allocated = os.fstat(self._fd).st_size  # bytes the file has, records or not
         if created:  # the file's name must survive a crash as well as its content
-            _sync_directory(os.path.dirname(path) or ".")
+            sync_directory(os.path.dirname(path) or ".")
         # opened after DuckDB took every record there (`opening.open_journal`): the next goes first
 
     def write(self, records: Any) -> int:
@@ -143,7 +143,8 @@ class _SafeUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"journal: {module}.{name} is not a value the journal holds")
 
 
-def _sync_directory(directory: str) -> None:
+def sync_directory(directory: str) -> None:
+    """A new name in `directory` made durable (after the file's own fsync)."""
     fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
     try:
         os.fsync(fd)

@@ -8,7 +8,6 @@ workspace is masked unless the agent's sandbox lists it (`allowUnixSockets`)."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -30,16 +29,6 @@ def connect(path: Path | str) -> str:
         f"try: s.connect('{path}'); print('CONNECTED')\n"
         "except OSError as e: print('refused:', e)\""
     )
-
-
-@pytest.fixture(params=["own", "warm"])
-async def warm(request: pytest.FixtureRequest) -> AsyncIterator[WarmSandboxes | None]:
-    if request.param == "own":
-        yield None
-        return
-    sandboxes = WarmSandboxes()
-    yield sandboxes
-    await sandboxes.close()
 
 
 async def run_twice(command: str, context_warm: tuple[Path, WarmSandboxes | None], **kwargs: object) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ctypes
 import os
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,16 +38,6 @@ def shared_memory() -> Iterator[int]:
         yield segment
     finally:
         libc.shmctl(segment, IPC_RMID, None)
-
-
-@pytest.fixture(params=["own", "warm"])
-async def warm(request: pytest.FixtureRequest) -> AsyncIterator[WarmSandboxes | None]:
-    if request.param == "own":
-        yield None
-        return
-    sandboxes = WarmSandboxes()
-    yield sandboxes
-    await sandboxes.close()
 
 
 READ_SEGMENT = (

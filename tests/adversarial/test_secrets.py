@@ -31,16 +31,6 @@ from openvaala_lsp.tools.warm_sandbox import WarmSandboxes
 __all__ = ["machine"]
 
 
-@pytest.fixture(params=["own", "warm"])
-async def warm(request: pytest.FixtureRequest) -> AsyncIterator[WarmSandboxes | None]:
-    if request.param == "own":
-        yield None
-        return
-    sandboxes = WarmSandboxes()
-    yield sandboxes
-    await sandboxes.close()
-
-
 @needs_sandbox
 async def test_credentials_read_empty(machine: Machine, warm: WarmSandboxes | None) -> None:
     (machine.workspace / "key-link").symlink_to(machine.home / ".ssh" / "id_rsa")
