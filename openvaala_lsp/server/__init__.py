@@ -1,3 +1,3 @@
-"""The server: one `Connection` per editor (the LSP lifecycle over `peer.Peer`, JSON-RPC 2.0 on LSP
-frames), translating requests into runtime calls and runtime errors into JSON-RPC errors
-(`dispatch.py`). No runtime logic lives here."""
+"""The server: one `Connection` per editor, a pygls language server (`protocol.py` holds the few
+fixes pygls needs here), translating requests into runtime calls and runtime errors into JSON-RPC
+errors (`dispatch.py`). No runtime logic lives here."""

@@ -1,8 +1,14 @@
-"""One editor connection: the LSP lifecycle, `openvaala/*` requests translated into runtime calls,
-and the connection's subscriptions drained into notifications.
+"""One editor connection: a pygls `LanguageServer` whose features are the `openvaala/*` requests,
+translated into runtime calls (`dispatch.py`), with the connection's subscriptions drained into
+notifications.
 
-A connection reads LSP frames from any async reader and writes to any stream writer, so the same
-code serves stdio (standalone) and the runtime host's Unix socket connections.
+pygls handles the LSP lifecycle, workspace folders, cancellation and the server's requests to the
+editor (`protocol.py` fixes the few cases it gets wrong here). What pygls lacks stays in front of it:
+frames are cut by `framing.FrameReader` (size, header and length limits, resync after garbage) and
+each message is checked by `messages.check` before pygls sees it.
+
+A connection reads from any async reader and writes to any stream writer, so the same code serves
+stdio (standalone) and the runtime host's Unix socket connections.
 """
 
 from __future__ import annotations
@@ -14,11 +20,17 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from openvaala_lsp import framing
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from openvaala_lsp import __version__, framing
 from openvaala_lsp.framing import METHOD_NOT_FOUND, FrameReader, Refused, frame
 from openvaala_lsp.model import WorkspaceFolder, new_id
 from openvaala_lsp.protocol.codes import SERVER_NOT_INITIALIZED
-from openvaala_lsp.protocol.errors import RuntimeApiError, RuntimeStopped
+from openvaala_lsp.protocol.converter import describe_error
+from openvaala_lsp.protocol.errors import RuntimeApiError
 from openvaala_lsp.protocol.methods import PREFIX, REQUESTS, RequestSpec
 from openvaala_lsp.runtime import subscriptions
 from openvaala_lsp.runtime.client import Client
@@ -26,21 +38,11 @@ from openvaala_lsp.runtime.core import Runtime
 from openvaala_lsp.runtime.subscriptions import Subscription
 from openvaala_lsp.server import messages
 from openvaala_lsp.server.dispatch import closed_notification, dispatch, notifications, runtime_error
-from openvaala_lsp.server.lsp import (
-    CANCEL_REQUEST,
-    EXIT,
-    FOLDERS_CHANGED,
-    INITIALIZE,
-    SHUTDOWN,
-    folder_list,
-    fs_path,
-    initialize_params,
-    initialize_result,
-)
-from openvaala_lsp.server.peer import Peer, WireError, error
+from openvaala_lsp.server.protocol import OpenvaalaProtocol, WireError, error, runtime_stopped, shared_converter
 
 logger = logging.getLogger(__name__)
 
+SERVER_NAME = "openvaala-lsp"
 READ_SIZE = 65536
 DEFAULT_EVENT_BATCH_MS = 4
 MAX_EVENTS_PER_NOTIFICATION = 512
@@ -48,11 +50,11 @@ MIN_BUFFERED_EVENTS = 100
 MAX_CLIENT_NAME = 100  # characters of clientName kept
 FOLDERS_REQUEST_TIMEOUT = 5.0
 # the requests this build answers (the runtime has a method for), advertised at initialize
-METHODS = frozenset(spec.method for spec in REQUESTS.values() if hasattr(Runtime, spec.runtime))
+METHODS = tuple(sorted(spec.method for spec in REQUESTS.values() if hasattr(Runtime, spec.runtime)))
 
 
 class StreamWriterSink:
-    """An asyncio stream writer that never blocks the loop and ignores writes once closing."""
+    """pygls' writer over an asyncio stream writer: writes never block the loop, and stop once closing."""
 
     def __init__(self, stream: asyncio.StreamWriter) -> None:
         self.stream = stream
@@ -83,10 +85,8 @@ class ConnectionState(enum.Enum):
     CLOSED = "closed"
 
 
-class Connection:
-    """One editor connection: the LSP lifecycle (`initialize`, `shutdown`, `exit`, workspace folders),
-    `openvaala/*` requests handed to the runtime through `dispatch`, and the connection's
-    subscriptions drained into notifications."""
+class Connection(LanguageServer):
+    protocol: OpenvaalaProtocol
 
     def __init__(
         self,
@@ -97,9 +97,11 @@ class Connection:
         cwd: str,
         on_shutdown: Callable[[Connection], Any] | None = None,
     ) -> None:
+        super().__init__(SERVER_NAME, __version__, protocol_cls=OpenvaalaProtocol, converter_factory=shared_converter)
         self.runtime_future = runtime
         self.writer = StreamWriterSink(writer)
-        self.peer = Peer(self.writer)
+        self.protocol.set_writer(self.writer, include_headers=True)
+        self.protocol.methods = METHODS
         self.cwd = cwd
         self.client = Client(
             client_id=new_id("client"),
@@ -111,12 +113,12 @@ class Connection:
         self.state = ConnectionState.NEW
         self.exit_code = 0  # of an `exit`: 1 unless `shutdown` came first (the LSP rule)
         self._event_batch = DEFAULT_EVENT_BATCH_MS / 1000
-        self._folders: dict[str, str] = {}  # workspace folder uri -> name, as the editor last said
-        self._root: str | None = None  # rootUri / rootPath of initialize
-        self._can_list_folders = False  # the editor answers workspace/workspaceFolders
         self._asked_folders: list[WorkspaceFolder] | None = None
         self._pumps: set[asyncio.Task[None]] = set()
         self._on_shutdown = on_shutdown
+        for method in METHODS:
+            self.feature(method)(_handler(REQUESTS[method]))
+        self._register_lifecycle()
 
     # Requests
 
@@ -131,9 +133,48 @@ class Connection:
         except RuntimeApiError as exc:
             raise runtime_error(exc) from None
         if runtime.stopped or self.state is not ConnectionState.READY:
-            raise runtime_error(RuntimeStopped())
+            raise runtime_stopped()
         runtime.connect(self.client)
         return runtime
+
+    # The lifecycle, after pygls' own handling of each message
+
+    def _register_lifecycle(self) -> None:
+        @self.feature(types.INITIALIZE)
+        def on_initialize(ls: Connection, params: types.InitializeParams) -> None:
+            ls._options(params.initialization_options)
+            ls.state = ConnectionState.READY
+
+        @self.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+        def on_folders_changed(ls: Connection, params: types.DidChangeWorkspaceFoldersParams) -> None:
+            ls._asked_folders = None
+
+        @self.feature(types.SHUTDOWN)
+        async def on_shutdown(ls: Connection, params: Any) -> None:
+            ls.state = ConnectionState.SHUT_DOWN
+            if ls._on_shutdown is not None:
+                await ls._on_shutdown(ls)
+
+        @self.feature(types.EXIT)
+        def on_exit(ls: Connection, params: Any) -> None:
+            ls.exit_code = 0 if ls.state is ConnectionState.SHUT_DOWN else 1
+            ls.state = ConnectionState.EXITED
+
+    def _options(self, options: Any) -> None:
+        openvaala = options.get("openvaala") if isinstance(options, dict) else None
+        if not isinstance(openvaala, dict):
+            return
+        if isinstance(client_id := openvaala.get("clientId"), str) and client_id:
+            self.client.client_id = client_id
+        if isinstance(name := openvaala.get("clientName"), str) and name.strip():
+            self.client.name = name.strip()[:MAX_CLIENT_NAME]
+        self.client.approvals = openvaala.get("approvals") is True
+        buffered = openvaala.get("maxBufferedEvents")
+        if isinstance(buffered, int) and not isinstance(buffered, bool) and buffered >= MIN_BUFFERED_EVENTS:
+            self.client.max_buffered_events = buffered
+        batch_ms = openvaala.get("eventBatchMs")
+        if isinstance(batch_ms, (int, float)) and not isinstance(batch_ms, bool) and 0 <= batch_ms <= 1000:
+            self._event_batch = batch_ms / 1000
 
     # Reading
 
@@ -160,87 +201,41 @@ class Connection:
             await self.close()
 
     def _receive(self, body: bytes) -> None:
-        message, refusal = messages.check(body)
+        data, refusal = messages.check(body)
         if refusal is not None:
             self.writer.write(frame(refusal))
-        if message is None:
+        if data is None:
             return
-        if "method" not in message:
-            self.peer.answered(message)
-        elif "id" in message:
-            self._request(message["id"], message["method"], message["params"])
-        else:
-            self._notification(message["method"], message["params"])
-
-    def _request(self, msg_id: Any, method: str, params: Any) -> None:
-        if self.state is not ConnectionState.NEW and self.state is not ConnectionState.READY:
-            self.peer.fail(msg_id, runtime_error(RuntimeStopped()))  # after shutdown, every request
-        elif method == INITIALIZE:
-            try:
-                self.peer.answer(msg_id, self._initialize(params))
-            except WireError as exc:
-                self.peer.fail(msg_id, exc)
-        elif method == SHUTDOWN:
-            self.state = ConnectionState.SHUT_DOWN
-            self.peer.handle(msg_id, self._shutdown())
-        elif (spec := REQUESTS.get(method)) is not None and spec.method in METHODS:
-            self.peer.handle(msg_id, self.call(spec, params))
-        else:
-            self.peer.fail(msg_id, error(METHOD_NOT_FOUND, f"Method Not Found: {method}"))
-
-    def _notification(self, method: str, params: Any) -> None:
-        if method == EXIT:
-            self.exit_code = 0 if self.state is ConnectionState.SHUT_DOWN else 1
-            self.state = ConnectionState.EXITED
-        elif method == CANCEL_REQUEST and isinstance(params, dict) and isinstance(params.get("id"), (int, str)):
-            self.peer.cancel(params["id"])
-        elif method == FOLDERS_CHANGED and isinstance(params, dict):
-            self._folders_changed(params.get("event"))
-        # anything else (initialized, $/setTrace, ...) needs nothing from this server
-
-    async def _shutdown(self) -> None:
-        if self._on_shutdown is not None:
-            await self._on_shutdown(self)
-
-    # Lifecycle
-
-    def _initialize(self, params: Any) -> dict[str, Any]:
-        init = initialize_params(params)
-        self._folders = {uri: name for uri, name in init.folders}
-        self._root = init.root
-        self._can_list_folders = init.can_list_folders
-        self._options(init.options)
-        self.state = ConnectionState.READY
-        return initialize_result(METHODS)
-
-    def _options(self, options: Any) -> None:
-        openvaala = options.get("openvaala") if isinstance(options, dict) else None
-        if not isinstance(openvaala, dict):
+        if "id" in data and isinstance(method := data.get("method"), str) and not self._answers(method):
+            self.protocol._send_response(data["id"], error=_not_found(method).to_response_error())
             return
-        if isinstance(client_id := openvaala.get("clientId"), str) and client_id:
-            self.client.client_id = client_id
-        if isinstance(name := openvaala.get("clientName"), str) and name.strip():
-            self.client.name = name.strip()[:MAX_CLIENT_NAME]
-        self.client.approvals = openvaala.get("approvals") is True
-        buffered = openvaala.get("maxBufferedEvents")
-        if isinstance(buffered, int) and not isinstance(buffered, bool) and buffered >= MIN_BUFFERED_EVENTS:
-            self.client.max_buffered_events = buffered
-        batch_ms = openvaala.get("eventBatchMs")
-        if isinstance(batch_ms, (int, float)) and not isinstance(batch_ms, bool) and 0 <= batch_ms <= 1000:
-            self._event_batch = batch_ms / 1000
-
-    def _folders_changed(self, event: Any) -> None:
-        if not isinstance(event, dict):
+        try:
+            message = self.protocol.structure_message(data)
+        except JsonRpcException as exc:  # LSP params (or an editor's answer) pygls could not structure
+            self._unstructurable(data, exc)
             return
-        for uri, _ in folder_list(event.get("removed")):
-            self._folders.pop(uri, None)
-        self._folders.update(folder_list(event.get("added")))
-        self._asked_folders = None
+        self.protocol.handle_message(message)
+
+    def _answers(self, method: str) -> bool:
+        """Whether a request for `method` has a handler here (pygls would log a traceback for one
+        that has not)."""
+        features = self.protocol.fm
+        return method in features.features or method in features.builtin_features
+
+    def _unstructurable(self, data: dict[str, Any], exc: JsonRpcException) -> None:
+        problems = describe_error(exc.__cause__) if exc.__cause__ is not None else [str(exc)]
+        if "method" in data:
+            if "id" in data:
+                self.writer.write(frame(messages.params_error(data["id"], data["method"], problems)))
+            return
+        # an answer to one of our requests that is no JSON-RPC answer: its waiter hears so
+        failure = types.ResponseError(code=framing.INTERNAL[1], message=f"a malformed answer: {'; '.join(problems)}")
+        self.protocol._handle_response(data["id"], None, failure)
 
     async def close(self) -> None:
         """The editor went away or said `exit`: stop its work, end its subscriptions."""
         self.state = ConnectionState.CLOSED
-        self.peer.close()
+        self.protocol.close()
         if self.runtime_future.done() and not self.runtime_future.exception():
             self.runtime_future.result().disconnect(self.client)
         for pump in list(self._pumps):
@@ -251,29 +246,36 @@ class Connection:
     # Workspace folders: initialize / didChangeWorkspaceFolders, else ask the client, else rootUri, else cwd
 
     async def workspace_folders(self) -> list[WorkspaceFolder]:
+        workspace = self.workspace
         folders = [
-            WorkspaceFolder(name=name, path=path) for uri, name in self._folders.items() if (path := fs_path(uri))
+            WorkspaceFolder(name=folder.name, path=path)
+            for folder in workspace.folders.values()
+            if (path := to_fs_path(folder.uri))
         ]
         if folders:
             return folders
-        if self._asked_folders is None and self._can_list_folders:
+        if self._asked_folders is None and self._lists_folders():
             self._asked_folders = await self._ask_folders()
         if self._asked_folders:
             return self._asked_folders
-        root = self._root
+        root = workspace.root_path
         if root:
             return [WorkspaceFolder(name=os.path.basename(root) or root, path=root)]
         return [WorkspaceFolder(name=os.path.basename(self.cwd) or self.cwd, path=self.cwd)]
 
+    def _lists_folders(self) -> bool:
+        workspace = self.client_capabilities.workspace
+        return bool(workspace and workspace.workspace_folders)
+
     async def _ask_folders(self) -> list[WorkspaceFolder]:
         try:
-            answer = await asyncio.wait_for(
-                self.peer.request("workspace/workspaceFolders", None), FOLDERS_REQUEST_TIMEOUT
-            )
-        except (TimeoutError, WireError):
+            answer = await asyncio.wait_for(self.workspace_workspace_folders_async(None), FOLDERS_REQUEST_TIMEOUT)
+        except (TimeoutError, JsonRpcException):
             logger.warning("the client did not answer workspace/workspaceFolders")
             return []
-        return [WorkspaceFolder(name=name, path=path) for uri, name in folder_list(answer) if (path := fs_path(uri))]
+        return [
+            WorkspaceFolder(name=folder.name, path=path) for folder in answer or [] if (path := to_fs_path(folder.uri))
+        ]
 
     async def _call_client_tool(
         self, conversation_id: str, server: str, tool: str, arguments: dict[str, Any]
@@ -286,7 +288,7 @@ class Connection:
             "tool": tool,
             "arguments": arguments,
         }
-        result = await self.peer.request(PREFIX + "callClientTool", params)
+        result = await self.protocol.send_request_async(PREFIX + "callClientTool", params)
         if not isinstance(result, dict):
             raise ValueError(f"callClientTool answered {type(result).__name__}, expected an object")
         return result
@@ -318,7 +320,19 @@ class Connection:
             sent_at = loop.time()
             for method, params in notifications(sub, seq, batch):
                 seq = params["seq"]
-                self.peer.notify(method, params)
+                self.protocol.notify(method, params)
             await self.writer.drain()
         if self.state is not ConnectionState.CLOSED:
-            self.peer.notify(*closed_notification(sub))
+            self.protocol.notify(*closed_notification(sub))
+
+
+def _not_found(method: str) -> WireError:
+    return error(METHOD_NOT_FOUND, f"Method Not Found: {messages.quote(method)[1:-1]}")
+
+
+def _handler(spec: RequestSpec) -> Callable[[Connection, Any], Any]:
+    async def handler(ls: Connection, params: Any) -> Any:
+        return await ls.call(spec, params)
+
+    handler.__name__ = spec.runtime
+    return handler

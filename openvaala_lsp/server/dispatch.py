@@ -25,7 +25,7 @@ from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.core import Runtime
 from openvaala_lsp.runtime.subscriptions import Subscription
 from openvaala_lsp.server import messages
-from openvaala_lsp.server.peer import WireError
+from openvaala_lsp.server.protocol import WireError
 from openvaala_lsp.storage.errors import StorageError
 
 logger = logging.getLogger(__name__)

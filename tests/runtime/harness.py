@@ -26,7 +26,7 @@ from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.core import Runtime
 from openvaala_lsp.runtime.subscriptions import Subscription
 from openvaala_lsp.server.dispatch import closed_notification, dispatch, notifications
-from openvaala_lsp.server.peer import WireError
+from openvaala_lsp.server.protocol import WireError
 from openvaala_lsp.storage.duckdb_store import DuckDBStorage
 
 ResponseError = WireError
