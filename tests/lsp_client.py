@@ -40,6 +40,7 @@ class LspClient(NotificationLog):
         self._pending: dict[Any, asyncio.Future[Any]] = {}
         self.notifications: list[dict[str, Any]] = []
         self.responses: list[dict[str, Any]] = []
+        self.requests_seen: list[dict[str, Any]] = []  # the server's requests to this client
         self.initialized: Any = None  # the initialize result  # every response, also those no request waits for
         self._notified = asyncio.Condition()
         self.handlers: dict[str, Callable[[Any], Any]] = {
@@ -161,6 +162,7 @@ class LspClient(NotificationLog):
 
     async def _on_message(self, message: dict[str, Any]) -> None:
         if "method" in message and "id" in message:
+            self.requests_seen.append(message)
             handler = self.handlers.get(message["method"])
             if handler is None:
                 await self._send(

@@ -10,6 +10,7 @@ import attrs
 from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import WorkspaceFolder
 from openvaala_lsp.runtime.subscriptions import DEFAULT_CAPACITY, Subscription
+from openvaala_lsp.tools.base import OpenBuffer
 
 
 @attrs.define(kw_only=True, eq=False)
@@ -28,6 +29,8 @@ class Client(FieldRepr):
     attach: Callable[[Subscription], None]
     # runs a tool of one of this client's MCP servers: (conversation id, server, tool, arguments) -> result
     call_tool: Callable[[str, str, str, dict[str, Any]], Awaitable[dict[str, Any]]] | None = None
+    # the text of a file (a real path) this client holds open, saved or not; None: it holds none
+    open_buffer: Callable[[str], OpenBuffer | None] | None = None
     subscriptions: dict[str, Subscription] = attrs.Factory(dict)
     # events a subscription may hold for this client before it is closed as too slow
     max_buffered_events: int = DEFAULT_CAPACITY

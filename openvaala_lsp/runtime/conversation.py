@@ -108,6 +108,7 @@ class OpenConversation:
             environment=self.tool_environment(definitions, sandbox),
             warm=self._host.sandboxes,
             protected=protected_paths(roots, sandbox.deny_read or ()),
+            buffers=self._host.open_buffer,
         )
 
     def tool_environment(self, definitions: Definitions, sandbox: Sandbox | None = None) -> dict[str, str]:

@@ -14,7 +14,7 @@ from openvaala_lsp.model import AlwaysAllowed, Session, SessionRuntimeInfo
 from openvaala_lsp.providers.base import Provider
 from openvaala_lsp.runtime.definitions_source import FolderKey
 from openvaala_lsp.storage.interfaces import Storage
-from openvaala_lsp.tools.base import Sandboxes, Tool, ToolContext
+from openvaala_lsp.tools.base import OpenBuffer, Sandboxes, Tool, ToolContext
 
 T = TypeVar("T")
 
@@ -30,6 +30,9 @@ class ConversationHost(Protocol):
         """Where sandboxed commands start."""
 
     def definitions_for(self, folders: FolderKey) -> Definitions: ...
+
+    def open_buffer(self, real: str) -> OpenBuffer | None:
+        """A file as an editor connected now holds it open (its unsaved text)."""
 
     def hooks_for(self, definitions: Definitions) -> HookRunner: ...
 

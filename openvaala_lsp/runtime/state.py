@@ -43,6 +43,7 @@ from openvaala_lsp.runtime.tasks import Tasks
 from openvaala_lsp.storage.errors import InvalidCursor
 from openvaala_lsp.storage.interfaces import Storage
 from openvaala_lsp.storage.split import SplitStorage
+from openvaala_lsp.tools.base import OpenBuffer
 from openvaala_lsp.tools.warm_sandbox import WarmSandboxes
 
 if TYPE_CHECKING:
@@ -184,6 +185,12 @@ class RuntimeState:
 
     def definitions_for(self, folders: FolderKey) -> Definitions:
         return self.source.for_folders(folders)
+
+    def open_buffer(self, real: str) -> OpenBuffer | None:
+        for client in list(self.live.clients.values()):
+            if client.open_buffer is not None and (buffer := client.open_buffer(real)) is not None:
+                return buffer
+        return None
 
     def hooks_for(self, definitions: Definitions) -> HookRunner:
         return self.source.hooks(definitions)

@@ -17,7 +17,7 @@ import asyncio
 import enum
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 from lsprotocol import types
@@ -38,6 +38,7 @@ from openvaala_lsp.runtime.core import Runtime
 from openvaala_lsp.runtime.subscriptions import Subscription
 from openvaala_lsp.server import messages
 from openvaala_lsp.server.dispatch import closed_notification, dispatch, notifications, runtime_error
+from openvaala_lsp.server.editor_face import EditorFace
 from openvaala_lsp.server.protocol import OpenvaalaProtocol, WireError, error, runtime_stopped, shared_converter
 
 logger = logging.getLogger(__name__)
@@ -114,20 +115,24 @@ class Connection(LanguageServer):
         self.exit_code = 0  # of an `exit`: 1 unless `shutdown` came first (the LSP rule)
         self._event_batch = DEFAULT_EVENT_BATCH_MS / 1000
         self._asked_folders: list[WorkspaceFolder] | None = None
-        self._pumps: set[asyncio.Task[None]] = set()
+        self._pumps: set[asyncio.Task[None]] = set()  # subscriptions drained, and other work of its own
         self._on_shutdown = on_shutdown
         for method in METHODS:
             self.feature(method)(_handler(REQUESTS[method]))
         self._register_lifecycle()
+        self.face = EditorFace(self, self)
+        self.face.register()
+        self.client.open_buffer = self.face.open_buffer
 
     # Requests
 
     async def call(self, spec: RequestSpec, params: Any) -> Any:
         if self.state is ConnectionState.NEW:
             raise WireError(SERVER_NOT_INITIALIZED, "server not initialized", {"kind": "serverNotInitialized"})
-        return await dispatch(await self._runtime(), self.client, spec, params)
+        return await dispatch(await self.runtime(), self.client, spec, params)
 
-    async def _runtime(self) -> Runtime:
+    async def runtime(self) -> Runtime:
+        """The runtime, for a connection that is ready; WireError (runtimeStopped) otherwise."""
         try:
             runtime = await asyncio.shield(self.runtime_future)
         except RuntimeApiError as exc:
@@ -175,6 +180,7 @@ class Connection(LanguageServer):
         batch_ms = openvaala.get("eventBatchMs")
         if isinstance(batch_ms, (int, float)) and not isinstance(batch_ms, bool) and 0 <= batch_ms <= 1000:
             self._event_batch = batch_ms / 1000
+        self.face.open_changed_files = openvaala.get("openChangedFiles") is True
 
     # Reading
 
@@ -232,12 +238,27 @@ class Connection(LanguageServer):
         failure = types.ResponseError(code=framing.INTERNAL[1], message=f"a malformed answer: {'; '.join(problems)}")
         self.protocol._handle_response(data["id"], None, failure)
 
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        # pygls would show the editor a message for it; a notification this server could not handle
+        # is logged instead (requests are answered with their error)
+        logger.warning("%s: %s", getattr(source, "__name__", source), error)
+
+    def spawn(self, work: Coroutine[Any, Any, Any]) -> None:
+        """Work of this connection's own (telling the editor of a turn), ended with it."""
+        task = asyncio.get_running_loop().create_task(work)
+        self._pumps.add(task)
+        task.add_done_callback(self._pumps.discard)
+
     async def close(self) -> None:
         """The editor went away or said `exit`: stop its work, end its subscriptions."""
         self.state = ConnectionState.CLOSED
         self.protocol.close()
-        if self.runtime_future.done() and not self.runtime_future.exception():
-            self.runtime_future.result().disconnect(self.client)
+        runtime = (
+            self.runtime_future.result() if self.runtime_future.done() and not self.runtime_future.exception() else None
+        )
+        if runtime is not None:
+            runtime.disconnect(self.client)
+        self.face.close(runtime)
         for pump in list(self._pumps):
             pump.cancel()
         await self.writer.drain()
@@ -296,9 +317,7 @@ class Connection(LanguageServer):
     # Subscriptions
 
     def _attach(self, sub: Subscription) -> None:
-        pump = asyncio.get_running_loop().create_task(self._pump(sub))
-        self._pumps.add(pump)
-        pump.add_done_callback(self._pumps.discard)
+        self.spawn(self._pump(sub))
 
     async def _pump(self, sub: Subscription) -> None:
         """Sends a subscription's events as they come. A session's deltas leave at once after a quiet

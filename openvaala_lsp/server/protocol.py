@@ -24,7 +24,6 @@ from collections.abc import Generator
 from concurrent.futures import Future
 from typing import Any
 
-import attrs
 import cattrs
 from lsprotocol import types
 from lsprotocol.types import ResponseError, ResponseErrorMessage
@@ -217,4 +216,6 @@ class OpenvaalaProtocol(LanguageServerProtocol):
         return self._converter.unstructure(data)
 
     def _value(self, value: Any) -> Any:
-        return self._converter.unstructure(value) if attrs.has(type(value)) else value
+        """Our params and results are wire JSON objects already; an LSP handler's (attrs, or lists of
+        them) are unstructured."""
+        return value if value is None or isinstance(value, dict) else self._converter.unstructure(value)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
@@ -38,6 +38,19 @@ class Sandboxes(Protocol):
         """`process.Launch` in the sandbox `policy` asks for."""
 
 
+@attrs.frozen(kw_only=True)
+class OpenBuffer(FieldRepr):
+    """A file as an editor holds it open: its text there, saved or not."""
+
+    text: str
+    editor: str  # who holds it (the editor's clientName)
+    version: int | None = None
+
+
+def no_buffers(real: str) -> OpenBuffer | None:
+    return None
+
+
 @attrs.define(kw_only=True)
 class ToolContext(FieldRepr):
     """Where and how a tool runs: the conversation's workspace directory (absolute, the cwd of
@@ -55,6 +68,8 @@ class ToolContext(FieldRepr):
     protected: Protected = attrs.Factory(Protected)
     guard_git: bool = False
     approved_write: str | None = None  # a real path
+    # the text of a file (a real path) an editor holds open, which may differ from the disk's
+    buffers: Callable[[str], OpenBuffer | None] = no_buffers
 
 
 @attrs.define(kw_only=True)

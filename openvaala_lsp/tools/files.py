@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import errno
+import io
 import os
 import stat
 from typing import IO, Any
 
-from openvaala_lsp.tools.base import ToolContext, ToolOutput
+from openvaala_lsp.tools.base import OpenBuffer, ToolContext, ToolOutput
 from openvaala_lsp.tools.common import LocalTool, StopFlag, ToolFailure, run_in_thread
 from openvaala_lsp.tools.paths import resolve_path, writable_path
 
@@ -65,30 +66,51 @@ def _clip(text: str) -> str:
     return text
 
 
-def _read_lines(path: str, real: str, offset: int, limit: int, stop: StopFlag) -> str:
+def _read(path: str, real: str, offset: int, limit: int, stop: StopFlag, buffer: OpenBuffer | None) -> str:
+    """The numbered lines of the file, or of an editor's buffer of it where that differs from the disk."""
+    if buffer is not None:
+        on_disk = _disk_bytes(path, real)
+        text = buffer.text.encode("utf-8", errors="surrogatepass")
+        if text != on_disk:
+            state = "differs" if on_disk is not None else "does not exist yet"
+            version = f", version {buffer.version}" if buffer.version is not None else ""
+            note = f"[unsaved: the text of {path} as {buffer.editor} holds it open{version}; the file on disk {state}]"
+            return f"{note}\n{_numbered(io.BytesIO(text), len(text), path, real, offset, limit, stop)}"
     _existing_file(path, real)
     with _open_regular(path, real, "rb") as file:
-        if is_binary(file.read(BINARY_SNIFF_BYTES)):
-            size = os.fstat(file.fileno()).st_size
-            raise ToolFailure(f"binary file, not shown: {path} ({size} bytes); read_file only shows text")
-        file.seek(0)
-        shown: list[str] = []
-        used = 0
-        last_shown = offset - 1
-        total = 0
-        full = False
-        for total, raw in enumerate(file, start=1):
-            if total % 10_000 == 0:
-                stop.check()
-            if total < offset or full:
-                continue
-            line = _number(total, _clip(raw.rstrip(b"\n").decode("utf-8", errors="replace")))
-            if len(shown) >= limit or (shown and used + len(line) + 1 > MAX_READ_OUTPUT):
-                full = True
-                continue
-            shown.append(line)
-            used += len(line) + 1
-            last_shown = total
+        return _numbered(file, os.fstat(file.fileno()).st_size, path, real, offset, limit, stop)
+
+
+def _disk_bytes(path: str, real: str) -> bytes | None:
+    """The file's bytes, None if there is no file."""
+    if not os.path.lexists(real):
+        return None
+    _existing_file(path, real)
+    with _open_regular(path, real, "rb") as file:
+        return file.read()
+
+
+def _numbered(file: IO[bytes], size: int, path: str, real: str, offset: int, limit: int, stop: StopFlag) -> str:
+    if is_binary(file.read(BINARY_SNIFF_BYTES)):
+        raise ToolFailure(f"binary file, not shown: {path} ({size} bytes); read_file only shows text")
+    file.seek(0)
+    shown: list[str] = []
+    used = 0
+    last_shown = offset - 1
+    total = 0
+    full = False
+    for total, raw in enumerate(file, start=1):
+        if total % 10_000 == 0:
+            stop.check()
+        if total < offset or full:
+            continue
+        line = _number(total, _clip(raw.rstrip(b"\n").decode("utf-8", errors="replace")))
+        if len(shown) >= limit or (shown and used + len(line) + 1 > MAX_READ_OUTPUT):
+            full = True
+            continue
+        shown.append(line)
+        used += len(line) + 1
+        last_shown = total
     if total == 0:
         return f"(empty file: {real})"
     if offset > total:
@@ -100,6 +122,17 @@ def _read_lines(path: str, real: str, offset: int, limit: int, stop: StopFlag) -
             f"{total - last_shown} more, continue with offset={last_shown + 1}]"
         )
     return text
+
+
+def _unsaved_note(path: str, real: str, buffer: OpenBuffer | None) -> str:
+    """What to tell the model when an editor holds unsaved changes to a file it is about to write: the
+    write goes to the disk, and those changes are not part of it."""
+    if buffer is None or buffer.text.encode("utf-8", errors="surrogatepass") == _disk_bytes(path, real):
+        return ""
+    return (
+        f"\n[{buffer.editor} holds unsaved changes to {path}, which this write did not see: read_file shows "
+        "them; tell the user, as the editor will show the file changed on disk]"
+    )
 
 
 class ReadFileTool(LocalTool):
@@ -140,7 +173,8 @@ class ReadFileTool(LocalTool):
         real = resolve_path(path, context)
         offset: int = arguments["offset"]
         limit: int = arguments["limit"]
-        text = await run_in_thread(lambda stop: _read_lines(path, real, offset, limit, stop))
+        buffer = context.buffers(real)
+        text = await run_in_thread(lambda stop: _read(path, real, offset, limit, stop, buffer))
         return ToolOutput(text=text)
 
 
@@ -180,8 +214,13 @@ class WriteFileTool(LocalTool):
         path: str = arguments["path"]
         real = writable_path(path, context)
         content: str = arguments["content"]
-        text = await run_in_thread(lambda stop: _write(path, real, content))
-        return ToolOutput(text=text)
+        buffer = context.buffers(real)
+
+        def write(stop: StopFlag) -> str:
+            unsaved = _unsaved_note(path, real, buffer)
+            return _write(path, real, content) + unsaved
+
+        return ToolOutput(text=await run_in_thread(write))
 
 
 SNIPPET_CONTEXT = 3
@@ -267,5 +306,10 @@ class EditTool(LocalTool):
             raise ToolFailure("old_string and new_string are the same; there is nothing to change")
         real = writable_path(path, context)
         replace_all: bool = arguments["replace_all"]
-        text = await run_in_thread(lambda stop: _edit(path, real, old, new, replace_all))
-        return ToolOutput(text=text)
+        buffer = context.buffers(real)
+
+        def edit(stop: StopFlag) -> str:
+            unsaved = _unsaved_note(path, real, buffer)
+            return _edit(path, real, old, new, replace_all) + unsaved
+
+        return ToolOutput(text=await run_in_thread(edit))
