@@ -148,6 +148,8 @@ class Connection(LanguageServer):
         @self.feature(types.INITIALIZE)
         def on_initialize(ls: Connection, params: types.InitializeParams) -> None:
             ls._options(params.initialization_options)
+            if params.client_info is not None and params.client_info.name.strip():
+                ls.face.editor_name = params.client_info.name.strip()[:MAX_CLIENT_NAME]
             ls.state = ConnectionState.READY
 
         @self.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)

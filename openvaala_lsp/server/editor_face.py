@@ -9,7 +9,8 @@ Kate, Neovim's own client): LSP's own requests and notifications, translated int
   context. The project's conversation is the newest one whose directory is the first workspace
   folder, made when there is none.
 - A running turn is work-done progress (`$/progress`: the tool it runs; cancelling it interrupts the
-  turn); its end is a `window/showMessage` (the answer, or why it failed), the whole answer goes to
+  turn), or log-type `window/showMessage`s in an editor without it (eglot 1.9); its end is a
+  `window/showMessage` (the answer, or why it failed), the whole answer goes to
   `window/logMessage`, and with `initializationOptions.openvaala.openChangedFiles` the files it
   wrote open with `window/showDocument`.
 - A tool call that asks first is a `window/showMessageRequest`: allow once, allow for this
@@ -84,8 +85,9 @@ class EditorFace:
         self.conversation_id: str | None = None
         self.subscription: str | None = None
         self.open_changed_files = False  # initializationOptions.openvaala.openChangedFiles
+        self.editor_name: str | None = None  # initialize's clientInfo.name ("Neovim", "Eglot")
         self._watching: set[asyncio.Task[None]] = set()
-        self._progress: dict[str, str] = {}  # turn id -> progress token
+        self._progress: dict[str, str | None] = {}  # turn id -> progress token; None: told in messages
         self._answers: dict[str, str] = {}  # turn id -> the last answer text so far
         self._written: dict[str, list[str]] = {}  # turn id -> files its tools wrote
 
@@ -110,7 +112,7 @@ class EditorFace:
         for uri, document in list(self.server.workspace.text_documents.items()):
             path = to_fs_path(uri)
             if path is not None and os.path.realpath(path) == real:
-                editor = self.connection.client.name or "the editor"
+                editor = self.connection.client.name or self.editor_name or "the editor"
                 return OpenBuffer(text=document.source, editor=editor, version=document.version)
         return None
 
@@ -320,15 +322,19 @@ class EditorFace:
                 self._answers[turn_id] = text.strip()
 
     async def _begin(self, turn_id: str) -> None:
+        """Work-done progress; an editor without it (eglot 1.9) is told the steps in messages."""
         window = self.server.client_capabilities.window
+        self._progress[turn_id] = None
         if not (window and window.work_done_progress):
+            self._report(turn_id, "working")
             return
         token = f"openvaala-{turn_id}"
         progress = self.server.work_done_progress
         try:
             await progress.create_async(token)
-        except Exception as exc:  # the editor refused it: the turn runs without a progress report
+        except Exception as exc:  # the editor refused it
             logger.info("no work-done progress: %s", exc)
+            self._report(turn_id, "working")
             return
         self._progress[turn_id] = token
         progress.begin(token, types.WorkDoneProgressBegin(title="openvaala", message="working", cancellable=True))
@@ -347,9 +353,14 @@ class EditorFace:
             logger.info("no turn to interrupt: %s", exc)
 
     def _report(self, turn_id: str, message: str) -> None:
-        token = self._progress.get(turn_id)
+        if turn_id not in self._progress:
+            return
+        token = self._progress[turn_id]
         if token is not None:
             self.server.work_done_progress.report(token, types.WorkDoneProgressReport(message=message[:200]))
+        else:  # a log-type message: the answer that ends the turn is info
+            told = types.ShowMessageParams(type=types.MessageType.Log, message=f"openvaala: {message[:200]}")
+            self.server.window_show_message(told)
 
     def _finish(self, turn: Any) -> None:
         answer = self._answers.pop(turn.id, "")

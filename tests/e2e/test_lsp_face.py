@@ -149,3 +149,26 @@ async def test_bad_arguments_name_what_the_command_takes(editor: LspClient) -> N
         with pytest.raises(ResponseError) as raised:
             await editor.request("workspace/executeCommand", {"command": "openvaala.ask", "arguments": arguments})
         assert raised.value.kind == "invalidParams" and "openvaala.ask takes" in raised.value.message
+
+
+async def test_an_editor_without_work_done_progress_is_told_the_steps_in_log_messages(
+    home: Path, workspace: Path, provider: FakeProviderServer
+) -> None:
+    write_user_config(home, provider)
+    (workspace / "app.py").write_text(SOURCE)
+    lsp = await LspClient.spawn(home, cwd=workspace, env={"FAKE_API_KEY": API_KEY})
+    try:
+        await lsp.initialize([workspace])  # no window.workDoneProgress, as eglot 1.9
+        provider.enqueue(
+            "openai-chat", call("c1", "read_file", path="app.py"), ChatStream().text("ok").finish().response()
+        )
+        await lsp.request("workspace/executeCommand", {"command": "openvaala.ask", "arguments": ["look"]})
+        await lsp.wait_for(lambda m: m["method"] == "window/showMessage" and m["params"]["type"] == 3, timeout=30)
+        assert lsp.of("window/showMessage") == [
+            {"type": 4, "message": "openvaala: working"},
+            {"type": 4, "message": "openvaala: read_file app.py"},
+            {"type": 3, "message": "openvaala: ok"},
+        ]
+        assert not lsp.of("$/progress") and not [r for r in lsp.requests_seen if "Progress" in r.get("method", "")]
+    finally:
+        await lsp.shutdown()
