@@ -3,10 +3,15 @@
 # drive real processes (the server, the runtime host, the CLI, Neovim, the embedded model), then the
 # VS Code extension's (type check, lint, schema drift, its tests against the real server and in
 # headless Chromium, the .vsix). Installs what it needs: Python packages into .venv, npm packages,
-# Debian's chromium when it is missing.
+# Debian's emacs-nox and elpa-eglot (for the eglot tests) and chromium when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/check.sh
+if ! emacs --batch -q --eval "(require 'eglot)" >/dev/null 2>&1; then
+  echo "installing Debian's emacs-nox and elpa-eglot for the eglot tests"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq emacs-nox elpa-eglot >/dev/null) ||
+    { echo "error: could not install emacs-nox and elpa-eglot (apt-get install -y emacs-nox elpa-eglot)" >&2; exit 1; }
+fi
 .venv/bin/python -c 'from openvaala_lsp.tools import sandbox; print("sandbox:", sandbox.state().reason)'
 OPENVAALA_REQUIRE_LOCAL_MODEL=1 .venv/bin/pytest -q -p no:cacheprovider -m e2e "$@"
 if [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
