@@ -1,5 +1,5 @@
 import sys
 
-from openvaala_lsp.cli import main
+from openvaala_lsp.cli.lsp import main
 
 sys.exit(main())

@@ -39,7 +39,7 @@ async def openvaala(home: Path, *args: str, wait: float) -> tuple[int, str, str]
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "openvaala_lsp.user_cli",
+        "openvaala_lsp.cli.main",
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,

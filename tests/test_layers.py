@@ -31,9 +31,7 @@ LAYERS: list[set[str]] = [
     {"server"},  # pygls translation
     {"host", "setup", "lsp_peer"},  # the runtime host process; setting up models; a minimal LSP client
     {"front"},  # the stdlib-only front, which forks into a host when none runs
-    {"sql_cli"},
-    {"usage_cli", "export_cli"},  # reports and exports, through sql_cli's routes to the database
-    {"user_cli", "cli"},  # the command lines
+    {"cli"},  # the command lines: openvaala-lsp (the front or the runtime in-process), openvaala
     {"__main__"},
 ]
 LAYER_OF = {part: index for index, parts in enumerate(LAYERS) for part in parts}

@@ -62,7 +62,7 @@ async def test_an_editor_starts_while_openvaala_sql_runs_a_long_query(home: Path
     run = run_dir({"OPENVAALA_HOME": str(home)})
     env = {**os.environ, "OPENVAALA_HOME": str(home), "OPENVAALA_HOST_IDLE_SECONDS": "1"}
     query = await asyncio.create_subprocess_exec(
-        *(sys.executable, "-m", "openvaala_lsp.user_cli", "sql", NEVER_ENDS),
+        *(sys.executable, "-m", "openvaala_lsp.cli.main", "sql", NEVER_ENDS),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env=env,

@@ -430,6 +430,7 @@ async def test_front_imports_only_the_standard_library(homes: list[Path], ws: Pa
     assert ours <= {
         "openvaala_lsp",
         "openvaala_lsp.cli",
+        "openvaala_lsp.cli.lsp",
         "openvaala_lsp.paths",
         "openvaala_lsp.front",
         "openvaala_lsp.front.main",

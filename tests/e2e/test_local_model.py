@@ -13,9 +13,9 @@ import pytest
 from lsp_client import LspClient
 from processes import openvaala
 
+from openvaala_lsp.cli.main import DEMO_AGENT, DEMO_PROMPT
 from openvaala_lsp.definitions import embedded_model
 from openvaala_lsp.protocol.converter import unstructure
-from openvaala_lsp.user_cli import DEMO_AGENT, DEMO_PROMPT
 
 NGRAM = 4  # words; a sentence of an answer may repeat a phrase of the question, or once of itself
 MAX_REPEATS = 2

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from fake_provider import ChatStream, FakeProviderServer, openai_error
 
-from openvaala_lsp import user_cli
+from openvaala_lsp.cli import main as user_cli
 
 SECRET = "sk-test-secret-value-0123456789"
 NO_MODEL = "no model is configured; run openvaala to set up a model provider"
@@ -30,7 +30,7 @@ NO_MODEL = "no model is configured; run openvaala to set up a model provider"
 LAUNCH = (
     "import fcntl, os, signal, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
     "signal.signal(signal.SIGINT, signal.SIG_DFL); "
-    "os.execv(sys.executable, [sys.executable, '-m', 'openvaala_lsp.user_cli', *sys.argv[1:]])"
+    "os.execv(sys.executable, [sys.executable, '-m', 'openvaala_lsp.cli.main', *sys.argv[1:]])"
 )
 WAIT = 30.0  # a bound for a broken test, never a measurement
 
@@ -286,7 +286,7 @@ def test_bare_openvaala_with_a_model_shows_status_without_prompting(
 
 def test_bare_openvaala_without_a_terminal_does_not_wait_for_input(env: dict[str, str], tmp_path: Path) -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "openvaala_lsp.user_cli"],
+        [sys.executable, "-m", "openvaala_lsp.cli.main"],
         stdin=subprocess.PIPE,  # open and silent: reading it would block
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

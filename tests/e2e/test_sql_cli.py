@@ -121,7 +121,7 @@ def test_sql_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
         await (await DuckDBStorage.open(str(tmp_path / "openvaala.duckdb"))).close()
 
     asyncio.run(make_history())
-    command = f"{sys.executable} -m openvaala_lsp.user_cli sql 'SELECT * FROM range(100000)' | head -2"
+    command = f"{sys.executable} -m openvaala_lsp.cli.main sql 'SELECT * FROM range(100000)' | head -2"
     done = subprocess.run(
         ["bash", "-o", "pipefail", "-c", command], env=env, capture_output=True, text=True, timeout=60
     )

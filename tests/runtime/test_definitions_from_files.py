@@ -104,7 +104,7 @@ async def test_an_untrusted_project_cannot_run_commands_or_choose_models(
         trusted = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "openvaala_lsp.user_cli",
+            "openvaala_lsp.cli.main",
             "trust",
             str(workspace),
             env={**os.environ, "OPENVAALA_HOME": str(home)},

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from openvaala_lsp import sql_cli
+from openvaala_lsp.cli import sql as sql_cli
 from openvaala_lsp.protocol import api
 from openvaala_lsp.storage.reports import REPORTS, Filters, Report, report_sql
 

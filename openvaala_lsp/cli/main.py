@@ -22,7 +22,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from openvaala_lsp import __version__, export_cli, paths, sql_cli, usage_cli
+from openvaala_lsp import __version__, paths
+from openvaala_lsp.cli import export as export_cli, sql as sql_cli, usage as usage_cli
 from openvaala_lsp.config import trust
 from openvaala_lsp.definitions import embedded_model
 from openvaala_lsp.lsp_peer import LspPeer

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from openvaala_lsp import sql_cli
+from openvaala_lsp.cli import sql as sql_cli
 from openvaala_lsp.front.connect import HostLink
 from openvaala_lsp.lsp_peer import PeerError
 
