@@ -17,7 +17,7 @@ import openvaala_lsp.host.server  # everything the host imports before it listen
 from openvaala_lsp.model import WorkspaceFolder
 from openvaala_lsp.protocol import api
 from openvaala_lsp.runtime.client import Client
-from openvaala_lsp.server.stdio import start_runtime
+from openvaala_lsp.runtime.startup import start_runtime
 
 
 async def folders():

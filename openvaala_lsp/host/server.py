@@ -37,8 +37,8 @@ from openvaala_lsp.protocol.api import IsIdleParams
 from openvaala_lsp.rundir import RunDir, UnsafeRunDir, check_private, peer_credentials
 from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.core import Runtime
+from openvaala_lsp.runtime.startup import start_runtime
 from openvaala_lsp.server.connection import Connection
-from openvaala_lsp.server.stdio import start_runtime
 
 logger = logging.getLogger(__name__)
 
