@@ -11,11 +11,10 @@ editors on one project (ten app-servers; ten `openvaala-lsp` fronts sharing one 
 Prints every figure as the median over rounds of each run's median, with openvaala's ratio to Codex.
 Not a test: nothing here asserts, and the numbers move with the machine's load.
 
-A start is timed as a user's would run: Python's bytecode and the host's cache of the code attrs and
-cattrs generate already written (the first run of an install writes both). Where
-`PYTHONDONTWRITEBYTECODE` is set neither is written, so write them first:
+A start is timed as a user's would run: Python's bytecode already written (the first run of an
+install writes it). Where `PYTHONDONTWRITEBYTECODE` is set it is not, so write it first:
 
-    .venv/bin/python -m compileall -q openvaala_lsp && .venv/bin/python -m openvaala_lsp.host --write-generated-code
+    .venv/bin/python -m compileall -q openvaala_lsp
 """
 
 from __future__ import annotations

@@ -7,14 +7,13 @@ import enum
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import ModelPrice, ModelRef
 
 MODEL_APIS = ("openai-chat", "openai-responses", "openai-completions", "anthropic", "ollama")
 
 
 @attrs.define(kw_only=True)
-class LocalServer(FieldRepr):
+class LocalServer:
     """A model the runtime serves itself: it starts llama-cpp-python's OpenAI-compatible server on a
     free loopback port with a GGUF model shipped as a Python package, and stops it at exit."""
 
@@ -26,7 +25,7 @@ class LocalServer(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class ModelDefinition(FieldRepr):
+class ModelDefinition:
     ref: ModelRef
     api: str  # one of MODEL_APIS
     base_url: str | None = None
@@ -66,7 +65,7 @@ class PermissionDecision(enum.StrEnum):
 
 
 @attrs.define(kw_only=True)
-class Permissions(FieldRepr):
+class Permissions:
     """Whether a tool call runs at once, waits for approval, or is refused. `tools` maps a tool name
     or glob (`mcp__*`) to a decision; the exact name wins over a glob, a longer glob over a shorter.
     Without a rule, `default`; without one, the runtime's defaults (see `runtime/permissions.py`)."""
@@ -82,7 +81,7 @@ class SandboxMode(enum.StrEnum):
 
 
 @attrs.define(kw_only=True)
-class Sandbox(FieldRepr):
+class Sandbox:
     """What the shell tool's processes may touch (bubblewrap on Linux)."""
 
     mode: SandboxMode = SandboxMode.WORKSPACE_WRITE
@@ -96,7 +95,7 @@ class Sandbox(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class AgentDefinition(FieldRepr):
+class AgentDefinition:
     name: str
     description: str | None = None
     default_model: ModelRef | None = None
@@ -112,14 +111,14 @@ class AgentDefinition(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class ExecutorDefinition(FieldRepr):
+class ExecutorDefinition:
     id: str
     kind: str = "local"
     description: str | None = None
 
 
 @attrs.define(kw_only=True)
-class HookDefinition(FieldRepr):
+class HookDefinition:
     name: str
     event: str
     matcher: str | None = None
@@ -128,7 +127,7 @@ class HookDefinition(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class MCPServerDefinition(FieldRepr):
+class MCPServerDefinition:
     name: str
     transport: str  # "stdio" | "http"
     command: str | None = None
@@ -139,7 +138,7 @@ class MCPServerDefinition(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class Skill(FieldRepr):
+class Skill:
     name: str
     description: str
     path: str | None = None
@@ -147,7 +146,7 @@ class Skill(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class Definitions(FieldRepr):
+class Definitions:
     agents: list[AgentDefinition] = attrs.Factory(list)
     executors: list[ExecutorDefinition] = attrs.Factory(list)
     hooks: list[HookDefinition] = attrs.Factory(list)

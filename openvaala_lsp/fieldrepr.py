@@ -1,11 +1,6 @@
-"""The one `__repr__` of every attrs class of the package: `Name(field=value, ...)`, as attrs writes it.
-
-attrs generates, compiles and evaluates a `__repr__` for each class it decorates, ~40% of the cost of
-making one class (measured: 0.54 -> 0.34 ms a class), and a host makes over a hundred such classes
-before it answers its first editor: 20-30 ms of a first start (the host's CPU, A/B). Deriving from
-`FieldRepr` gives a class this shared `__repr__` instead; `attrs.define` and `attrs.frozen` then leave
-it alone (they detect a class's own `__repr__`), so the decorators stay as they are and attrs' typing
-plugin keeps seeing them.
+"""A shared `__repr__` (`Name(field=value, ...)`, as attrs writes it) that the model clients' attrs
+classes in `providers/` still derive from; the rest of the package lets attrs write its own. It goes
+with them: it saved too little of a host's first answer to keep (a start-up trick).
 """
 
 from __future__ import annotations
@@ -28,7 +23,7 @@ def fields_repr(self: Any) -> str:
 
 
 class FieldRepr:
-    """Base of the package's attrs classes (tests/test_fieldrepr.py checks that every one derives from it)."""
+    """Base of a class that takes `fields_repr` for its `__repr__`."""
 
     __slots__ = ()
 

@@ -13,11 +13,8 @@ from __future__ import annotations
 import json
 import os
 import re
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any
+from collections.abc import Callable
+from typing import Any
 
 MAX_MESSAGE_ENV = "OPENVAALA_MAX_MESSAGE_BYTES"
 DEFAULT_MAX_MESSAGE = 64 * 1024 * 1024

@@ -15,12 +15,9 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Any
 
 from openvaala_lsp import __version__
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 HELLO_PROTOCOL = 1
 MAX_HELLO_BYTES = 1 << 22  # the editor's whole environment travels in the hello

@@ -15,8 +15,6 @@ from typing import Any, Generic, TypeVar
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
-
 T = TypeVar("T")
 C = TypeVar("C")
 
@@ -111,13 +109,13 @@ class AddressKind(enum.StrEnum):
 
 
 @attrs.define(kw_only=True)
-class ModelRef(FieldRepr):
+class ModelRef:
     provider: str
     name: str
 
 
 @attrs.define(kw_only=True)
-class ModelSelection(FieldRepr):
+class ModelSelection:
     model: ModelRef | None = None
     reasoning_effort: str | None = None
 
@@ -138,19 +136,19 @@ def check_path(instance: Any, attribute: attrs.Attribute[Any], value: str | None
 
 
 @attrs.define(kw_only=True)
-class ExecutorSettings(FieldRepr):
+class ExecutorSettings:
     executor_id: str | None = None
     directory: str | None = attrs.field(default=None, validator=check_path)
 
 
 @attrs.define(kw_only=True)
-class ForkedFrom(FieldRepr):
+class ForkedFrom:
     conversation_id: ConversationId
     turn_id: TurnId | None = None
 
 
 @attrs.define(kw_only=True)
-class AlwaysAllowed(FieldRepr):
+class AlwaysAllowed:
     """A tool the user allowed for the rest of the conversation (`allowAlways`); for the shell, the
     command approved, `commandPrefix`: that command line, or a prefix of a few that are safe to extend
     (`git status`, `git diff`, `git log`, `git show`, `ls`, `pwd`) with more plain arguments."""
@@ -161,7 +159,7 @@ class AlwaysAllowed(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class Conversation(FieldRepr):
+class Conversation:
     id: ConversationId
     title: str = ""
     agent_name: str = ""
@@ -176,14 +174,14 @@ class Conversation(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class ConversationListEntry(FieldRepr):
+class ConversationListEntry:
     conversation: Conversation
     last_activity_at: dt.datetime | None = None
     running: bool = False
 
 
 @attrs.define(kw_only=True)
-class Session(FieldRepr):
+class Session:
     id: SessionId
     conversation_id: ConversationId
     agent_name: str = ""
@@ -193,7 +191,7 @@ class Session(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class TokenUsage(FieldRepr):
+class TokenUsage:
     input_tokens: int = 0
     cached_input_tokens: int = 0
     cache_write_tokens: int = 0
@@ -206,7 +204,7 @@ class TokenUsage(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class ErrorInfo(FieldRepr):
+class ErrorInfo:
     """A failure carried as data (turn errors, `error` events, subscription close reasons)."""
 
     kind: str
@@ -214,7 +212,7 @@ class ErrorInfo(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class Turn(FieldRepr):
+class Turn:
     id: TurnId
     conversation_id: ConversationId
     session_id: SessionId
@@ -227,7 +225,7 @@ class Turn(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class Content(FieldRepr):
+class Content:
     """`{type: "text", text}` or `{type: "image", mimeType, data}` (data is base64)."""
 
     type: str
@@ -237,7 +235,7 @@ class Content(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class Address(FieldRepr):
+class Address:
     kind: AddressKind
     session_id: SessionId | None = None
     name: str | None = None
@@ -245,21 +243,21 @@ class Address(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class ToolCall(FieldRepr):
+class ToolCall:
     call_id: str
     name: str
     arguments: str = "{}"  # the model's JSON text, kept verbatim (it may be invalid JSON)
 
 
 @attrs.define(kw_only=True)
-class ToolResult(FieldRepr):
+class ToolResult:
     call_id: str
     name: str = ""
     is_error: bool = False
 
 
 @attrs.define(kw_only=True)
-class Compaction(FieldRepr):
+class Compaction:
     """What a `compaction` item did to the model's context (the log keeps everything for people).
     `summarized`: the items before it left the context, and its text (a hand-off summary and the recent
     user messages verbatim) stands in for them. `prunedItemIds`: tool results whose output left the
@@ -273,7 +271,7 @@ class Compaction(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class Item(FieldRepr):
+class Item:
     id: ItemId
     conversation_id: ConversationId
     session_id: SessionId
@@ -315,7 +313,7 @@ def _json_size(text: str | None) -> int:
 
 
 @attrs.define(kw_only=True)
-class LoggedItem(FieldRepr):
+class LoggedItem:
     ordinal: Ordinal
     item: Item
 
@@ -331,7 +329,7 @@ def _currency(instance: Any, attribute: attrs.Attribute[Any], value: str) -> Non
 
 
 @attrs.define(kw_only=True)
-class ModelPrice(FieldRepr):
+class ModelPrice:
     """What a model costs, per million tokens of each kind, in `currency`. A cache kind without a price
     of its own costs `input`, reasoning costs `output` (providers bill reasoning as output)."""
 
@@ -353,7 +351,7 @@ class ModelPrice(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class ModelCall(FieldRepr):
+class ModelCall:
     """One request to a model provider: the row a user's token-usage SQL reads. `price` is the model's
     price when the call was made (None: unknown); `context_window` and `context_tokens` (the runtime's
     estimate of the request) say how full the window was, for the session's own calls."""
@@ -378,14 +376,14 @@ class ModelCall(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class ContextUsage(FieldRepr):
+class ContextUsage:
     source: ContextUsageSource = ContextUsageSource.UNKNOWN
     tokens: int = 0
     window: int = 0
 
 
 @attrs.define(kw_only=True)
-class SessionRuntimeInfo(FieldRepr):
+class SessionRuntimeInfo:
     session: Session
     state: SessionState = SessionState.IDLE
     active_turn_id: TurnId | None = None
@@ -397,13 +395,13 @@ class SessionRuntimeInfo(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class WorkspaceFolder(FieldRepr):
+class WorkspaceFolder:
     name: str
     path: str
 
 
 @attrs.define(kw_only=True)
-class Page(FieldRepr, Generic[T, C]):
+class Page(Generic[T, C]):
     """One page of a list; `nextCursor` is absent on the last page. Items use the ordinal as cursor,
     records an opaque string."""
 
@@ -412,7 +410,7 @@ class Page(FieldRepr, Generic[T, C]):
 
 
 @attrs.define(kw_only=True)
-class PendingInput(FieldRepr):
+class PendingInput:
     """An input accepted but not yet taken into a turn (queue or steer), kept across restarts."""
 
     item: Item

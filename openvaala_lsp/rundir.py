@@ -6,14 +6,13 @@ made by the host under umask 0o177) and the peer's uid read with SO_PEERCRED on 
 
 from __future__ import annotations
 
+import hashlib
 import os
+import pwd
 import socket
 import stat
 import struct
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Mapping
+from collections.abc import Mapping
 
 SOCKET_NAME = "host.sock"
 # sun_path holds 108 bytes on Linux (104 on macOS), including the terminating NUL
@@ -46,7 +45,7 @@ class RunDir:
 
 
 def openvaala_home(environ: Mapping[str, str]) -> str | None:
-    """`OPENVAALA_HOME` resolved like `openvaala_lsp.paths.home()`, without importing pathlib."""
+    """`OPENVAALA_HOME` of `environ`, resolved like `openvaala_lsp.paths.home()`."""
     value = environ.get("OPENVAALA_HOME")
     return os.path.realpath(os.path.expanduser(value)) if value else None
 
@@ -81,8 +80,6 @@ def run_dir(environ: Mapping[str, str] = os.environ, tmp: str = "/tmp") -> RunDi
     base = _tmp_dir(tmp)
     if path is None:
         return RunDir(base, (base,))
-    import hashlib
-
     short = os.path.join(base, hashlib.sha256(os.fsencode(path)).hexdigest()[:16])
     return RunDir(short, (base, short))
 
@@ -101,7 +98,7 @@ def _own_runtime_dir(environ: Mapping[str, str]) -> str | None:
 
 
 def _state_dir(environ: Mapping[str, str]) -> str:
-    """`openvaala_lsp.paths.state_dir()` for this environment, without importing pathlib."""
+    """`openvaala_lsp.paths.state_dir()` for `environ`."""
     value = environ.get("XDG_STATE_HOME", "")
     if not os.path.isabs(value):
         user_home = environ.get("HOME") or _passwd_home()
@@ -110,8 +107,6 @@ def _state_dir(environ: Mapping[str, str]) -> str:
 
 
 def _passwd_home() -> str:
-    import pwd
-
     try:
         return pwd.getpwuid(os.geteuid()).pw_dir
     except KeyError:

@@ -5,7 +5,6 @@ And the naming rule of the wire types (schemas/README.md, Names)."""
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import typing
 
@@ -67,20 +66,3 @@ def test_params_and_results_follow_the_naming_rule() -> None:
 def test_the_advertised_methods_are_the_built_ones() -> None:
     built = {spec.method for spec in REQUESTS.values() if hasattr(Runtime, spec.runtime)}
     assert built == set(REQUESTS) - NOT_BUILT
-
-
-def test_the_api_package_lists_every_type_of_its_modules_once() -> None:
-    """`api.X` finds X through `api.GROUPS` (the types are created on first use): a type missing there
-    would be unknown to the server, one listed twice or in the wrong module would not be found."""
-    listed = [name for names in api.GROUPS.values() for name in names]
-    assert len(listed) == len(set(listed))
-    for module_name, names in api.GROUPS.items():
-        module = importlib.import_module(f"openvaala_lsp.protocol.api.{module_name}")
-        defined = {
-            name
-            for name, value in vars(module).items()
-            if isinstance(value, type) and value.__module__ == module.__name__ and not name.startswith("_")
-        }
-        assert set(names) == defined, module_name
-        for name in names:
-            assert getattr(api, name) is getattr(module, name)

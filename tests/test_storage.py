@@ -453,7 +453,7 @@ async def test_bulk_write_continues_ordinals(storage: DuckDBStorage) -> None:
 CHILD = """
 import asyncio, sys
 from openvaala_lsp.model import *
-from openvaala_lsp.storage import DuckDBStorage
+from openvaala_lsp.storage.duckdb_store import DuckDBStorage
 
 async def main(path, run):
     storage = await DuckDBStorage.open(path)
@@ -534,7 +534,8 @@ async def test_acknowledged_writes_survive_sigkill_and_ordinals_continue(db_path
 HELD_CHILD = """
 import asyncio, sys, threading
 from openvaala_lsp.model import *
-from openvaala_lsp.storage import DuckDBStorage, writer
+from openvaala_lsp.storage import writer
+from openvaala_lsp.storage.duckdb_store import DuckDBStorage
 
 async def main(path):
     storage = await DuckDBStorage.open(path)
@@ -1133,7 +1134,7 @@ def test_a_template_copy_never_replaces_a_file(tmp_path: Path) -> None:
 
 LOCK_CHILD = """
 import asyncio, json, sys
-from openvaala_lsp.storage import DuckDBStorage
+from openvaala_lsp.storage.duckdb_store import DuckDBStorage
 
 async def main():
     try:

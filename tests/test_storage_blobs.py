@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from openvaala_lsp.model import Content, Conversation, Item, ItemType, Session, ToolCall
-from openvaala_lsp.storage import DuckDBStorage, blobs, codec
+from openvaala_lsp.storage import blobs, codec
+from openvaala_lsp.storage.duckdb_store import DuckDBStorage
 from openvaala_lsp.storage.engine import duckdb
 from openvaala_lsp.storage.opening import CONFIG
 
@@ -121,7 +122,8 @@ async def test_a_row_keeps_at_most_row_bytes_of_an_items_strings(tmp_path: Path)
 HELD_CHILD = """
 import asyncio, base64, sys, threading
 from openvaala_lsp.model import *
-from openvaala_lsp.storage import DuckDBStorage, writer
+from openvaala_lsp.storage import writer
+from openvaala_lsp.storage.duckdb_store import DuckDBStorage
 
 async def main(path, data):
     storage = await DuckDBStorage.open(path)

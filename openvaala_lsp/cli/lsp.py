@@ -7,6 +7,7 @@ runs the runtime in this process instead.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 
@@ -14,14 +15,8 @@ from openvaala_lsp import __version__
 
 STANDALONE_ENV = "OPENVAALA_STANDALONE"
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    import argparse
-
 
 def _parser() -> argparse.ArgumentParser:
-    import argparse
-
     parser = argparse.ArgumentParser(prog="openvaala-lsp", description=__doc__)
     parser.add_argument("--version", action="version", version=f"openvaala-lsp {__version__}")
     parser.add_argument(
@@ -33,13 +28,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    # editors start us without arguments: argparse's import would cost ~10 ms of every start
-    options = _parser().parse_args(args) if args else None
-    if os.environ.get(STANDALONE_ENV) == "1" or (options is not None and options.standalone):
+    options = _parser().parse_args(argv)
+    if os.environ.get(STANDALONE_ENV) == "1" or options.standalone:
         from openvaala_lsp.logs import configure_logging
 
-        configure_logging(options.log_level if options else "WARNING", options.log_file if options else None)
+        configure_logging(options.log_level, options.log_file)
         from openvaala_lsp.server import stdio
 
         return stdio.main()

@@ -51,8 +51,7 @@ class QueryFailed(Exception):
 
 
 def reach_host() -> HostLink:
-    """The runtime host past the hello, started when none runs. Called before any other thread of
-    this process starts, a host is forked from it, as from a front, rather than started afresh."""
+    """The runtime host past the hello, started when none runs."""
     try:
         run = run_dir()
         ensure_private(run)
@@ -72,7 +71,7 @@ async def fetch(
     """The `openvaala/query` result (wire JSON) for `sql`, over `link` or a new connection to the host."""
     given = {"sql": sql, "parameters": parameters, "limit": limit, "timeoutMs": timeout_ms}
     params = {key: value for key, value in given.items() if value is not None}
-    if link is None:  # a thread: a host forked while this loop runs would find itself inside it
+    if link is None:  # a thread: connecting waits while a host starts
         link = await asyncio.to_thread(reach_host)
     return await _via_host(link, params)
 

@@ -6,11 +6,9 @@ from pathlib import Path
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
-
 
 @attrs.frozen
-class ConfigError(FieldRepr):
+class ConfigError:
     path: Path
     line: int | None  # 1-based; None when the problem has no place in the file
     field: str | None  # a wire path (`$.models[1].contextWindow`) or a front matter key; None: the whole file

@@ -11,15 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-
-from openvaala_lsp.fieldrepr import FieldRepr
+import yaml
 
 _KEY = re.compile(r"^([A-Za-z0-9_-]+)\s*:(.*)$")
 _BLOCK = {"|": "\n", "|-": "\n", ">": " ", ">-": " "}
 
 
 @attrs.frozen
-class FrontMatter(FieldRepr):
+class FrontMatter:
     data: dict[str, Any]
     body: str
     lines: dict[str, int]  # front matter key -> 1-based line in the file
@@ -43,7 +42,6 @@ def parse(text: str) -> FrontMatter:
         match = _KEY.match(line)
         if match:
             key_lines.setdefault(match[1], number)
-    import yaml  # only for markdown agents and skills: most runtimes never read one
 
     try:
         data: Any = yaml.safe_load(head)

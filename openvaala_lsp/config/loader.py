@@ -12,7 +12,6 @@ import attrs
 
 from openvaala_lsp import paths
 from openvaala_lsp.definitions import AgentDefinition, Definitions
-from openvaala_lsp.fieldrepr import FieldRepr
 
 from . import trust
 from .agents import load_agent_file
@@ -24,14 +23,14 @@ from .tomlfile import load_toml_file
 
 
 @attrs.define
-class LoadedDefinitions(FieldRepr):
+class LoadedDefinitions:
     definitions: Definitions
     errors: list[ConfigError]
     sources: list[Path]  # every file read or directory looked at, present or not: what a watcher stats
 
 
 @attrs.define
-class _Collector(FieldRepr):
+class _Collector:
     layers: list[Definitions] = attrs.Factory(list)  # lowest precedence first
     errors: list[ConfigError] = attrs.Factory(list)
     sources: list[Path] = attrs.Factory(list)

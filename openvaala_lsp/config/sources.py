@@ -11,13 +11,11 @@ from pathlib import Path
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
-
 FOLDER_DIRS = (".claude", ".agents", ".openvaala")  # lowest first
 
 
 @attrs.frozen
-class Scope(FieldRepr):
+class Scope:
     config_file: Path
     agent_dirs: tuple[Path, ...]  # lowest first
     skill_dirs: tuple[Path, ...]

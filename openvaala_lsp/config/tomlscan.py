@@ -12,8 +12,6 @@ import re
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
-
 KeyPath = tuple[str | int, ...]
 
 # `.name`, `[3]` (a list index) or `['KEY']` (a dict key, as the converter writes it with repr)
@@ -38,7 +36,7 @@ def line_of(lines: dict[KeyPath, int], wire_path: str) -> int | None:
 
 
 @attrs.define
-class _State(FieldRepr):
+class _State:
     depth: int = 0  # open `[` / `{` of a value
     multiline: str | None = None  # the delimiter of an open multi-line string
 

@@ -19,13 +19,10 @@ import select
 import socket
 import sys
 import time
+from typing import Any, NoReturn
 
-from openvaala_lsp import hostwire
+from openvaala_lsp import hostwire, paths
 from openvaala_lsp.rundir import RunDir, peer_credentials
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, NoReturn
 
 CONNECT_TIMEOUT = 60.0  # covers waiting for a draining host and a cold start
 READY_TIMEOUT = 30.0
@@ -174,16 +171,12 @@ class _Flock:
 
 
 def host_log_path() -> str:
-    from openvaala_lsp import paths  # pathlib: only paid on the cold path
-
     return str(paths.state_dir() / "host.log")
 
 
 def spawn_host() -> None:
     """Starts a host detached (double fork, own session, cwd /, no editor fds) and waits until it
     listens or exits (it lost host.lock or failed; the caller connects to find out)."""
-    from openvaala_lsp import paths
-
     log = host_log_path()
     paths.ensure_private_dir(os.path.dirname(log))  # the log tells of conversations: the user's alone
     paths.make_private(log)
@@ -193,10 +186,9 @@ def spawn_host() -> None:
     except FileNotFoundError:
         pass
     ready_r, ready_w = os.pipe()
-    one_thread = _threads() == 1
     pid = os.fork()
     if pid == 0:
-        _become_host(ready_w, log, one_thread)
+        _become_host(ready_w, log)
     os.close(ready_w)
     try:
         os.waitpid(pid, 0)  # the intermediate child exits at once
@@ -209,14 +201,9 @@ def spawn_host() -> None:
         os.close(ready_r)
 
 
-def _become_host(ready_w: int, log: str, forked_from_one_thread: bool) -> NoReturn:
-    """The grandchild goes on in this interpreter as the host (`host.main.run`): no second interpreter
-    start, and what the front imported is already there (~15 ms of a cold start, measured). It never
-    returns into the front's code: it leaves with `os._exit`, after what a normal exit would flush.
-    A process that had other threads (`openvaala demo` reaches the host from a worker thread) may have
-    forked while one of them held a lock the host would need: that grandchild starts a fresh
-    interpreter (`python -m openvaala_lsp.host`) instead."""
-    code = 127
+def _become_host(ready_w: int, log: str) -> NoReturn:
+    """The grandchild execs `python -m openvaala_lsp.host`: a fresh interpreter, so no lock another
+    thread of this process held (`openvaala sql` reaches the host from a worker thread) is inherited."""
     try:
         os.setsid()  # signals aimed at the editor's process group stay away from the host
         if os.fork():
@@ -228,40 +215,14 @@ def _become_host(ready_w: int, log: str, forked_from_one_thread: bool) -> NoRetu
         os.dup2(out, 1)
         os.dup2(out, 2)
         _close_fds(keep=(0, 1, 2, ready_w))
-        if not forked_from_one_thread:
-            os.set_inheritable(ready_w, True)
-            os.execv(sys.executable, [sys.executable, "-m", "openvaala_lsp.host", "--ready-fd", str(ready_w)])
-        import gc
-
-        # objects of the front that own the fds just closed must never close them again, now that the
-        # numbers may be the host's: the front's frames keep theirs alive, and freezing keeps the
-        # garbage collector from finalising any other
-        gc.freeze()
-        from openvaala_lsp.host.main import run
-
-        code = run(ready_w)
+        os.set_inheritable(ready_w, True)
+        os.execv(sys.executable, [sys.executable, "-m", "openvaala_lsp.host", "--ready-fd", str(ready_w)])
     except BaseException:
         import traceback
 
-        traceback.print_exc()  # into the host log (fd 2)
-        code = 1
+        traceback.print_exc()  # into the host log (fd 2), once it is there
     finally:
-        try:
-            import logging
-
-            logging.shutdown()
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
-
-
-def _threads() -> int:
-    """This process's threads, Python's or not (DuckDB's); 0 where /proc does not say."""
-    try:
-        return len(os.listdir("/proc/self/task"))
-    except OSError:
-        return 0
+        os._exit(127)  # the front sees the ready pipe close and connects to find out
 
 
 def _close_fds(keep: tuple[int, ...]) -> None:

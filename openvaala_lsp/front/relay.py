@@ -16,15 +16,12 @@ import select
 import socket
 import sys
 import time
+from typing import Any, NoReturn
 
 from openvaala_lsp import framing
 from openvaala_lsp.front.connect import HostLink, connect, host_log_path
 from openvaala_lsp.front.session import DROP, EXIT, FORWARD, SUBSCRIPTION_CLOSED, EditorSession, runtime_stopped
 from openvaala_lsp.rundir import RunDir
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, NoReturn
 
 RECV_SIZE = 65536  # above glibc's 128 KiB mmap threshold every recv would map and unmap its buffer
 MAX_RESTARTS = 3

@@ -4,9 +4,7 @@ and the ids of the host's own requests. No I/O here."""
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
 FORWARD = "forward"
 DROP = "drop"

@@ -8,13 +8,11 @@ import re
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
-
 _NAME_LIST = re.compile(r"[A-Za-z0-9_\- ,|]*")
 
 
 @attrs.frozen
-class Matcher(FieldRepr):
+class Matcher:
     names: frozenset[str] | None = None  # exact names
     pattern: re.Pattern[str] | None = None  # neither set: matches everything
 

@@ -7,8 +7,6 @@ from typing import Any, Literal
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
-
 OUTPUT_CAP = 10_000
 """Characters kept of any string a hook hands back (reason, context, message), as in Claude Code."""
 
@@ -20,7 +18,7 @@ def cap(text: str, limit: int = OUTPUT_CAP) -> str:
 
 
 @attrs.define(kw_only=True)
-class HookOutcome(FieldRepr):
+class HookOutcome:
     """`blocked` means, by event: preToolUse, the tool call is not made and `reason` is its result
     for the model; postToolUse, the call already ran and `reason` goes to the model with its
     result; userPromptSubmit, the prompt is not processed and `reason` is shown to the user; stop,

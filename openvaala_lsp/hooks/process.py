@@ -16,13 +16,12 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.tools.process import INTERRUPT_GRACE, PipeReader, await_group, stop_group
 from openvaala_lsp.tools.truncate import HeadTailBuffer
 
 
 @attrs.define(kw_only=True)
-class HookProcessResult(FieldRepr):
+class HookProcessResult:
     stdout: HeadTailBuffer
     stderr: HeadTailBuffer
     exit_code: int | None  # None if it never exited by itself (timed out)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import gc
 import json
 import logging
@@ -29,7 +30,7 @@ import stat
 import time
 from pathlib import Path
 
-from openvaala_lsp import generated_code, hostwire, paths
+from openvaala_lsp import hostwire, paths
 from openvaala_lsp.host import hello
 from openvaala_lsp.logs import configure_logging
 from openvaala_lsp.model import WorkspaceFolder
@@ -93,8 +94,6 @@ def return_free_memory() -> None:
     """Gives the pages the C allocator keeps free after a burst of work (the start, a turn) back to the
     system: glibc holds on to them, ~2 MiB of an idle host's 82 MiB after its start (measured). A C
     library without `malloc_trim` (musl) has nothing to give back."""
-    import ctypes  # not needed before the first return: kept off the start
-
     try:
         trim = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):
@@ -106,9 +105,7 @@ def collect_start_garbage() -> int:
     """Turns the garbage collector, off through the start (`main.run`), back on: collects what the
     start left in cycles (~1 MB: attrs' first drafts of its classes, among others) and freezes what
     lives on, so that no later collection walks the start's objects again. Returns what it collected.
-    One full collection, ~20 ms: done once the host is quiet, not on the way to an editor's answer.
-    The cache of generated code (`main.run` installed it) is written if it lacked some, and let go."""
-    generated_code.finish()
+    One full collection, ~20 ms: done once the host is quiet, not on the way to an editor's answer."""
     collected = gc.collect()
     gc.freeze()
     gc.enable()

@@ -8,7 +8,6 @@ from typing import Any, Literal, Protocol
 import attrs
 
 from openvaala_lsp.definitions import MCPServerDefinition
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.tools.base import ToolOutput
 
 DEFAULT_TOOL_TIMEOUT = 120.0
@@ -19,7 +18,7 @@ Mode = Literal["auto", "legacy"]
 
 
 @attrs.frozen(kw_only=True)
-class MCPToolSpec(FieldRepr):
+class MCPToolSpec:
     """One tool as the server lists it (its own name, not the name the model sees)."""
 
     name: str
@@ -29,7 +28,7 @@ class MCPToolSpec(FieldRepr):
 
 
 @attrs.frozen(kw_only=True)
-class Launch(FieldRepr):
+class Launch:
     """Everything needed to connect to one server."""
 
     definition: MCPServerDefinition
@@ -76,7 +75,7 @@ class SessionLink(Protocol):
 
 
 @attrs.define(kw_only=True)
-class MCPServerInfo(FieldRepr):
+class MCPServerInfo:
     name: str
     transport: str
     status: str  # "starting" | "ready" | "failed"
@@ -86,13 +85,13 @@ class MCPServerInfo(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class ClientTool(FieldRepr):
+class ClientTool:
     name: str
     description: str = ""
     input_schema: dict[str, Any] = attrs.Factory(lambda: {"type": "object", "properties": {}})
 
 
 @attrs.define(kw_only=True)
-class ClientMCPServer(FieldRepr):
+class ClientMCPServer:
     name: str
     tools: list[ClientTool] = attrs.Factory(list)

@@ -6,7 +6,6 @@ from typing import Literal
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import (
     Address,
     ContextUsage,
@@ -29,25 +28,25 @@ from openvaala_lsp.protocol.api import ApprovalDecision, ApprovalRequest, Pendin
 
 
 @attrs.define(kw_only=True)
-class TitleChanged(FieldRepr):
+class TitleChanged:
     type: Literal["titleChanged"] = "titleChanged"
     title: str
 
 
 @attrs.define(kw_only=True)
-class SessionAdded(FieldRepr):
+class SessionAdded:
     type: Literal["sessionAdded"] = "sessionAdded"
     session: Session
 
 
 @attrs.define(kw_only=True)
-class SessionUpdated(FieldRepr):
+class SessionUpdated:
     type: Literal["sessionUpdated"] = "sessionUpdated"
     info: SessionRuntimeInfo
 
 
 @attrs.define(kw_only=True)
-class ConversationUpdated(FieldRepr):
+class ConversationUpdated:
     type: Literal["conversationUpdated"] = "conversationUpdated"
     conversation: Conversation
 
@@ -59,7 +58,7 @@ ConversationEvent = TitleChanged | SessionAdded | SessionUpdated | ConversationU
 
 
 @attrs.define(kw_only=True)
-class ItemStarted(FieldRepr):
+class ItemStarted:
     """A new item of the running turn; `itemIndex` numbers the turn's streaming items."""
 
     type: Literal["itemStarted"] = "itemStarted"
@@ -68,7 +67,7 @@ class ItemStarted(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class ItemDelta(FieldRepr):
+class ItemDelta:
     """Text appended to the streaming item: to its text content, or to `toolCall.arguments` for a
     tool call item."""
 
@@ -79,7 +78,7 @@ class ItemDelta(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class ItemCompleted(FieldRepr):
+class ItemCompleted:
     """The item is now saved under `ordinal`."""
 
     type: Literal["itemCompleted"] = "itemCompleted"
@@ -88,14 +87,14 @@ class ItemCompleted(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class PendingInputAdded(FieldRepr):
+class PendingInputAdded:
     type: Literal["pendingInputAdded"] = "pendingInputAdded"
     item: Item
     mode: str = "queue"
 
 
 @attrs.define(kw_only=True)
-class PendingInputRemoved(FieldRepr):
+class PendingInputRemoved:
     """`reason` is "taken" (it became part of a turn) or "withdrawn"."""
 
     type: Literal["pendingInputRemoved"] = "pendingInputRemoved"
@@ -104,43 +103,43 @@ class PendingInputRemoved(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class TurnStarted(FieldRepr):
+class TurnStarted:
     type: Literal["turnStarted"] = "turnStarted"
     turn: Turn
 
 
 @attrs.define(kw_only=True)
-class TurnCompleted(FieldRepr):
+class TurnCompleted:
     type: Literal["turnCompleted"] = "turnCompleted"
     turn: Turn
 
 
 @attrs.define(kw_only=True)
-class StateChanged(FieldRepr):
+class StateChanged:
     type: Literal["stateChanged"] = "stateChanged"
     state: SessionState
 
 
 @attrs.define(kw_only=True)
-class ContextUsageUpdated(FieldRepr):
+class ContextUsageUpdated:
     type: Literal["contextUsageUpdated"] = "contextUsageUpdated"
     context: ContextUsage
 
 
 @attrs.define(kw_only=True)
-class UsageUpdated(FieldRepr):
+class UsageUpdated:
     type: Literal["usageUpdated"] = "usageUpdated"
     usage: TokenUsage
 
 
 @attrs.define(kw_only=True)
-class ErrorEvent(FieldRepr):
+class ErrorEvent:
     type: Literal["error"] = "error"
     error: ErrorInfo
 
 
 @attrs.define(kw_only=True)
-class CompactionStarted(FieldRepr):
+class CompactionStarted:
     """The session is compacting its context (state `compacting`), in `turnId`."""
 
     type: Literal["compactionStarted"] = "compactionStarted"
@@ -148,7 +147,7 @@ class CompactionStarted(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class CompactionCompleted(FieldRepr):
+class CompactionCompleted:
     """The compaction item is saved (`itemCompleted` came first); the context before and after it."""
 
     type: Literal["compactionCompleted"] = "compactionCompleted"
@@ -158,7 +157,7 @@ class CompactionCompleted(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class ApprovalRequested(FieldRepr):
+class ApprovalRequested:
     """A tool call (item `itemId`, now `awaitingApproval`) waits for `answerApproval`."""
 
     type: Literal["approvalRequested"] = "approvalRequested"
@@ -168,7 +167,7 @@ class ApprovalRequested(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class ApprovalResolved(FieldRepr):
+class ApprovalResolved:
     """The first answer (or an interrupt, or a client leaving) decided it; `by` says who."""
 
     type: Literal["approvalResolved"] = "approvalResolved"

@@ -11,7 +11,6 @@ from typing import Any
 import attrs
 
 from openvaala_lsp.definitions import Definitions
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import (
     Content,
     Conversation,
@@ -29,28 +28,14 @@ PREFIX = "openvaala/"
 
 
 @attrs.define(frozen=True)
-class RequestSpec(FieldRepr):
+class RequestSpec:
     method: str
-    # a type, or the name of one in `api`, created when first used (see `protocol.api`)
-    params_type: type | str
-    result_type: Any
+    params: type
+    result: Any
     runtime: str  # the runtime method's name
 
-    @property
-    def params(self) -> type:
-        resolved: type = _resolve(self.params_type)
-        return resolved
 
-    @property
-    def result(self) -> Any:
-        return _resolve(self.result_type)
-
-
-def _resolve(shape: Any) -> Any:
-    return getattr(api, shape) if isinstance(shape, str) else shape
-
-
-def _request(name: str, params: type | str, result: Any) -> RequestSpec:
+def _request(name: str, params: type, result: Any) -> RequestSpec:
     runtime = "".join("_" + c.lower() if c.isupper() else c for c in name)
     return RequestSpec(PREFIX + name, params, result, runtime)
 
@@ -58,54 +43,54 @@ def _request(name: str, params: type | str, result: Any) -> RequestSpec:
 REQUESTS: dict[str, RequestSpec] = {
     spec.method: spec
     for spec in (
-        _request("createConversation", "CreateConversationParams", Conversation),
-        _request("openConversation", "OpenConversationParams", Conversation),
-        _request("getConversation", "GetConversationParams", Conversation),
-        _request("isConversationOpen", "IsConversationOpenParams", "IsConversationOpenResult"),
-        _request("listConversations", "ListConversationsParams", Page[ConversationListEntry, str]),
-        _request("deleteConversation", "DeleteConversationParams", "EmptyResult"),
-        _request("forkConversation", "ForkConversationParams", Conversation),
-        _request("setConversationArchived", "SetConversationArchivedParams", Conversation),
-        _request("setConversationTitle", "SetConversationTitleParams", "EmptyResult"),
-        _request("setConversationExecutorSettings", "SetConversationExecutorSettingsParams", Conversation),
-        _request("submitInput", "SubmitInputParams", "SubmitInputResult"),
-        _request("steerInput", "SteerInputParams", "EmptyResult"),
-        _request("withdrawInput", "WithdrawInputParams", "WithdrawInputResult"),
-        _request("interruptTurn", "InterruptTurnParams", "InterruptTurnResult"),
-        _request("interruptTurnWithInput", "InterruptTurnWithInputParams", "EmptyResult"),
-        _request("compactContext", "CompactContextParams", "CompactContextResult"),
-        _request("getTurns", "GetTurnsParams", "GetTurnsResult"),
-        _request("listTurns", "ListTurnsParams", Page[Turn, str]),
-        _request("listItems", "ListItemsParams", Page[LoggedItem, int]),
-        _request("listSessions", "ListSessionsParams", Page[Session, str]),
-        _request("getSessionById", "GetSessionByIdParams", Session),
-        _request("getSessionDetails", "GetSessionDetailsParams", "SessionDetails"),
-        _request("getSessionContextUsage", "GetSessionContextUsageParams", "SessionContextUsage"),
-        _request("setSessionModel", "SetSessionModelParams", Session),
-        _request("subscribeConversation", "SubscribeConversationParams", "SubscribeConversationResult"),
-        _request("subscribeSession", "SubscribeSessionParams", "SubscribeSessionResult"),
-        _request("getSessionSnapshot", "GetSessionSnapshotParams", "GetSessionSnapshotResult"),
+        _request("createConversation", api.CreateConversationParams, Conversation),
+        _request("openConversation", api.OpenConversationParams, Conversation),
+        _request("getConversation", api.GetConversationParams, Conversation),
+        _request("isConversationOpen", api.IsConversationOpenParams, api.IsConversationOpenResult),
+        _request("listConversations", api.ListConversationsParams, Page[ConversationListEntry, str]),
+        _request("deleteConversation", api.DeleteConversationParams, api.EmptyResult),
+        _request("forkConversation", api.ForkConversationParams, Conversation),
+        _request("setConversationArchived", api.SetConversationArchivedParams, Conversation),
+        _request("setConversationTitle", api.SetConversationTitleParams, api.EmptyResult),
+        _request("setConversationExecutorSettings", api.SetConversationExecutorSettingsParams, Conversation),
+        _request("submitInput", api.SubmitInputParams, api.SubmitInputResult),
+        _request("steerInput", api.SteerInputParams, api.EmptyResult),
+        _request("withdrawInput", api.WithdrawInputParams, api.WithdrawInputResult),
+        _request("interruptTurn", api.InterruptTurnParams, api.InterruptTurnResult),
+        _request("interruptTurnWithInput", api.InterruptTurnWithInputParams, api.EmptyResult),
+        _request("compactContext", api.CompactContextParams, api.CompactContextResult),
+        _request("getTurns", api.GetTurnsParams, api.GetTurnsResult),
+        _request("listTurns", api.ListTurnsParams, Page[Turn, str]),
+        _request("listItems", api.ListItemsParams, Page[LoggedItem, int]),
+        _request("listSessions", api.ListSessionsParams, Page[Session, str]),
+        _request("getSessionById", api.GetSessionByIdParams, Session),
+        _request("getSessionDetails", api.GetSessionDetailsParams, api.SessionDetails),
+        _request("getSessionContextUsage", api.GetSessionContextUsageParams, api.SessionContextUsage),
+        _request("setSessionModel", api.SetSessionModelParams, Session),
+        _request("subscribeConversation", api.SubscribeConversationParams, api.SubscribeConversationResult),
+        _request("subscribeSession", api.SubscribeSessionParams, api.SubscribeSessionResult),
+        _request("getSessionSnapshot", api.GetSessionSnapshotParams, api.GetSessionSnapshotResult),
         _request(
             "subscribeRunningConversations",
-            "SubscribeRunningConversationsParams",
-            "SubscribeRunningConversationsResult",
+            api.SubscribeRunningConversationsParams,
+            api.SubscribeRunningConversationsResult,
         ),
-        _request("unsubscribe", "UnsubscribeParams", "EmptyResult"),
-        _request("listAgents", "ListAgentsParams", "ListAgentsResult"),
-        _request("listModels", "ListModelsParams", "ModelList"),
-        _request("listExecutors", "ListExecutorsParams", "ListExecutorsResult"),
-        _request("getHooks", "GetHooksParams", "GetHooksResult"),
-        _request("getMcpServers", "GetMcpServersParams", "GetMcpServersResult"),
-        _request("setClientMcpServers", "SetClientMcpServersParams", "EmptyResult"),
-        _request("getSkills", "GetSkillsParams", "GetSkillsResult"),
-        _request("setDefinitions", Definitions, "SetDefinitionsResult"),
-        _request("getWorkspaceDirectories", "GetWorkspaceDirectoriesParams", "WorkspaceDirectories"),
-        _request("resolveWorkspaceDirectory", "ResolveWorkspaceDirectoryParams", "ResolveWorkspaceDirectoryResult"),
-        _request("openTerminalWorkspace", "OpenTerminalWorkspaceParams", "TerminalWorkspace"),
-        _request("isIdle", "IsIdleParams", "IsIdleResult"),
-        _request("answerApproval", "AnswerApprovalParams", "EmptyResult"),
-        _request("query", "QueryParams", "QueryResult"),
-        _request("exportUsage", "ExportUsageParams", "ExportUsageResult"),
+        _request("unsubscribe", api.UnsubscribeParams, api.EmptyResult),
+        _request("listAgents", api.ListAgentsParams, api.ListAgentsResult),
+        _request("listModels", api.ListModelsParams, api.ModelList),
+        _request("listExecutors", api.ListExecutorsParams, api.ListExecutorsResult),
+        _request("getHooks", api.GetHooksParams, api.GetHooksResult),
+        _request("getMcpServers", api.GetMcpServersParams, api.GetMcpServersResult),
+        _request("setClientMcpServers", api.SetClientMcpServersParams, api.EmptyResult),
+        _request("getSkills", api.GetSkillsParams, api.GetSkillsResult),
+        _request("setDefinitions", Definitions, api.SetDefinitionsResult),
+        _request("getWorkspaceDirectories", api.GetWorkspaceDirectoriesParams, api.WorkspaceDirectories),
+        _request("resolveWorkspaceDirectory", api.ResolveWorkspaceDirectoryParams, api.ResolveWorkspaceDirectoryResult),
+        _request("openTerminalWorkspace", api.OpenTerminalWorkspaceParams, api.TerminalWorkspace),
+        _request("isIdle", api.IsIdleParams, api.IsIdleResult),
+        _request("answerApproval", api.AnswerApprovalParams, api.EmptyResult),
+        _request("query", api.QueryParams, api.QueryResult),
+        _request("exportUsage", api.ExportUsageParams, api.ExportUsageResult),
     )
 }
 
@@ -114,28 +99,28 @@ REQUESTS: dict[str, RequestSpec] = {
 
 
 @attrs.define(kw_only=True)
-class ConversationEventParams(FieldRepr):
+class ConversationEventParams:
     subscription_id: str
     seq: int
     event: ConversationEvent
 
 
 @attrs.define(kw_only=True)
-class SessionEventParams(FieldRepr):
+class SessionEventParams:
     subscription_id: str
     seq: int
     events: list[SessionEvent]
 
 
 @attrs.define(kw_only=True)
-class RunningConversationsParams(FieldRepr):
+class RunningConversationsParams:
     subscription_id: str
     seq: int
     conversation_ids: list[str]
 
 
 @attrs.define(kw_only=True)
-class SubscriptionClosedParams(FieldRepr):
+class SubscriptionClosedParams:
     """`reason.kind` is an error kind (e.g. subscriberTooSlow, conversationReconfigured,
     runtimeStopped) or `unsubscribed`."""
 
@@ -155,7 +140,7 @@ NOTIFICATIONS: dict[str, type] = {
 
 
 @attrs.define(kw_only=True)
-class CallClientToolParams(FieldRepr):
+class CallClientToolParams:
     client_id: str
     conversation_id: str
     server: str
@@ -164,7 +149,7 @@ class CallClientToolParams(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class CallClientToolResult(FieldRepr):
+class CallClientToolResult:
     content: list[Content]
     is_error: bool = False
 

@@ -8,20 +8,19 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import ContextUsage, ContextUsageSource, Item, ModelCall, TokenUsage
 from openvaala_lsp.runtime import context
 
 
 @attrs.frozen
-class _Base(FieldRepr):
+class _Base:
     tokens: int
     seen: int  # how many history items it accounts for
     estimated: bool
 
 
 @attrs.define(eq=False)
-class SessionUsage(FieldRepr):
+class SessionUsage:
     usage: TokenUsage = attrs.Factory(TokenUsage)
     context: ContextUsage = attrs.Factory(ContextUsage)
     last_call: ModelCall | None = None

@@ -18,7 +18,6 @@ from typing import Any
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import Address, AddressKind, ItemId, SessionId
 from openvaala_lsp.protocol import events
 from openvaala_lsp.protocol.api import ApprovalDecision, ApprovalRequest, PendingApproval
@@ -30,7 +29,7 @@ NOBODY_LEFT = "every editor that could answer left before the user answered"
 
 
 @attrs.frozen
-class Answer(FieldRepr):
+class Answer:
     decision: ApprovalDecision
     by: Address
     message: str | None = None  # the user's words, passed to the model with a denial

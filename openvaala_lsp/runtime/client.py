@@ -7,14 +7,13 @@ from typing import Any
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import WorkspaceFolder
 from openvaala_lsp.runtime.subscriptions import DEFAULT_CAPACITY, Subscription
 from openvaala_lsp.tools.base import OpenBuffer
 
 
 @attrs.define(kw_only=True, eq=False)
-class Client(FieldRepr):
+class Client:
     """A connection's identity, environment and workspace folders, and where its subscriptions go.
 
     `workspace_folders` is asked at each use so folder changes apply at once. `attach` hands a new

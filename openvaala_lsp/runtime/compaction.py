@@ -23,7 +23,6 @@ from typing import Any
 import attrs
 
 from openvaala_lsp.definitions import ModelDefinition
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import (
     Compaction,
     CompactionTrigger,
@@ -90,7 +89,7 @@ def threshold(model: ModelDefinition | None) -> int:
 
 
 @attrs.frozen
-class Outcome(FieldRepr):
+class Outcome:
     compacted: bool
     error: ErrorInfo | None = None  # why it did not happen (a blocking hook, a failed call)
 

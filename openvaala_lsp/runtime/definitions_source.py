@@ -8,14 +8,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from openvaala_lsp.config import ConfigError, DefinitionsWatcher, LoadedDefinitions
 from openvaala_lsp.definitions import Definitions
+from openvaala_lsp.hooks.runner import HookRunner
 from openvaala_lsp.hooks.validation import HookDefinitionError
-
-if TYPE_CHECKING:
-    from openvaala_lsp.config import ConfigError, DefinitionsWatcher, LoadedDefinitions
-    from openvaala_lsp.hooks.runner import HookRunner
 
 logger = logging.getLogger(__name__)
 
@@ -49,8 +46,6 @@ class DefinitionsSource:
 
     def hooks(self, definitions: Definitions) -> HookRunner:
         """One runner per definitions set (kept while the set is in use)."""
-        from openvaala_lsp.hooks.runner import HookRunner  # with the first session, see Conversations.create
-
         cached = self._hooks.get(id(definitions))
         if cached is not None and cached[0] is definitions:
             return cached[1]
@@ -65,9 +60,6 @@ class DefinitionsSource:
     def _watcher(self, folders: FolderKey) -> DefinitionsWatcher:
         watcher = self._watchers.get(folders)
         if watcher is None:
-            # the files' reader (TOML, markdown, the watcher) loads with the first workspace asked about
-            from openvaala_lsp.config import DefinitionsWatcher
-
             watcher = DefinitionsWatcher(
                 list(folders),
                 lambda loaded: self._changed(folders, loaded),

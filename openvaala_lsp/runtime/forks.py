@@ -31,6 +31,7 @@ from openvaala_lsp.protocol import api
 from openvaala_lsp.protocol.errors import InvalidParams, InvalidState, NotFound
 from openvaala_lsp.runtime import catalog
 from openvaala_lsp.runtime.client import Client, environment_of
+from openvaala_lsp.runtime.conversation import OpenConversation
 from openvaala_lsp.runtime.conversations import resolve_executor_settings
 from openvaala_lsp.runtime.folders import real_folders
 from openvaala_lsp.runtime.model_clients import effective_selection
@@ -108,7 +109,6 @@ class Forks:
         await storage.import_conversation(conversation, copied_sessions, copied_turns, copied_items)
         environment = environment_of(client, params.environment)
         folders = real_folders(await client.workspace_folders())
-        from openvaala_lsp.runtime.conversation import OpenConversation  # loaded on first use, see Conversations.create
 
         opened = OpenConversation(state, conversation, copied_sessions, environment, folders)
         opened.last_ordinal = len(copied_items)

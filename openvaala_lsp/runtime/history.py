@@ -18,12 +18,14 @@ from openvaala_lsp.protocol.errors import (
     RuntimeStopped,
     SessionNotFound,
 )
-from openvaala_lsp.runtime import usage_export
+from openvaala_lsp.runtime import compaction, context, usage_export
 from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.model_clients import resolve_model
+from openvaala_lsp.runtime.session import agent_instructions
 from openvaala_lsp.runtime.state import RuntimeState
 from openvaala_lsp.storage.errors import QueryError, StorageClosedError, StorageOutOfMemory
 from openvaala_lsp.storage.interfaces import MAX_RESULT_BYTES, all_session_items
+from openvaala_lsp.tools.registry import local_tools
 
 # queries one client runs at once: the storage's pool has more threads, so another client finds one
 QUERIES_PER_CLIENT = 2
@@ -103,11 +105,6 @@ class History:
     async def get_session_context_usage(
         self, client: Client, params: api.GetSessionContextUsageParams
     ) -> api.SessionContextUsage:
-        # the turn machinery, loaded on first use (see Conversations.create)
-        from openvaala_lsp.runtime import compaction, context
-        from openvaala_lsp.runtime.session import agent_instructions
-        from openvaala_lsp.tools.registry import local_tools
-
         state = self.state
         session = await state.session(params.conversation_id, params.session_id)
         opened = state.open.get(params.conversation_id)

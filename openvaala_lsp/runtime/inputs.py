@@ -4,7 +4,6 @@ withdrawing them, interrupts, and compaction. The session runner does the work; 
 from __future__ import annotations
 
 import base64
-from typing import TYPE_CHECKING
 
 from openvaala_lsp.model import (
     Address,
@@ -23,10 +22,8 @@ from openvaala_lsp.protocol.errors import InvalidParams, InvalidState, NotFound
 from openvaala_lsp.runtime.approvals import Answer
 from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.model_clients import resolve_model
+from openvaala_lsp.runtime.session import SessionRunner
 from openvaala_lsp.runtime.state import RuntimeState
-
-if TYPE_CHECKING:
-    from openvaala_lsp.runtime.session import SessionRunner
 
 
 class Inputs:

@@ -11,19 +11,16 @@ from __future__ import annotations
 import collections
 import copy
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
 
 from openvaala_lsp.model import ConversationId, ErrorInfo, Session, SessionRuntimeInfo
 from openvaala_lsp.protocol import api, events
 from openvaala_lsp.protocol.errors import ConversationReconfigured, NotFound
 from openvaala_lsp.runtime import subscriptions
 from openvaala_lsp.runtime.client import Client
+from openvaala_lsp.runtime.conversation import OpenConversation
+from openvaala_lsp.runtime.session import SessionRunner
 from openvaala_lsp.runtime.snapshots import Snapshot, paged
 from openvaala_lsp.runtime.subscriptions import Subscription
-
-if TYPE_CHECKING:
-    from openvaala_lsp.runtime.conversation import OpenConversation
-    from openvaala_lsp.runtime.session import SessionRunner
 
 UNSUBSCRIBED = "unsubscribed"
 

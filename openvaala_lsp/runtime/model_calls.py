@@ -12,7 +12,6 @@ from typing import Any
 import attrs
 
 from openvaala_lsp.definitions import ModelDefinition
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import ModelCall, ModelCallPurpose, TokenUsage, Turn, new_id, utcnow
 from openvaala_lsp.providers import base as provider_events
 from openvaala_lsp.providers.base import ModelRequest, Provider
@@ -43,7 +42,7 @@ def failure(exc: BaseException) -> str:
 
 
 @attrs.define
-class TextCall(FieldRepr):
+class TextCall:
     """One text-only call: the text streamed so far (kept when the call fails midway) and the usage
     the provider reported, if it did."""
 

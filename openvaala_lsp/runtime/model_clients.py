@@ -10,7 +10,6 @@ import logging
 import socket
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 import attrs
 
@@ -18,10 +17,8 @@ from openvaala_lsp import paths
 from openvaala_lsp.definitions import Definitions, LocalServer, ModelDefinition
 from openvaala_lsp.model import ModelRef, ModelSelection
 from openvaala_lsp.protocol.errors import NoModelConfigured
+from openvaala_lsp.providers.base import Provider, ProviderError
 from openvaala_lsp.runtime.catalog import configured_agent
-
-if TYPE_CHECKING:
-    from openvaala_lsp.providers.base import Provider
 
 logger = logging.getLogger(__name__)
 
@@ -81,8 +78,6 @@ class LocalModelServer:
             return self.base_url
 
     async def _start(self) -> str:
-        from openvaala_lsp.providers.base import ProviderError  # with the first model call, see get
-
         try:
             package = importlib.import_module(self.spec.package.replace("-", "_"))
             importlib.import_module("llama_cpp.server")

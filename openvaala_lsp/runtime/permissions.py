@@ -19,7 +19,6 @@ from typing import Any
 import attrs
 
 from openvaala_lsp.definitions import AgentDefinition, PermissionDecision, Sandbox, SandboxMode
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import AlwaysAllowed
 from openvaala_lsp.protocol.api import ApprovalRequest
 from openvaala_lsp.runtime import remembered_commands
@@ -37,7 +36,7 @@ GOVERNING_WRITE = (
 
 
 @attrs.frozen
-class Verdict(FieldRepr):
+class Verdict:
     decision: PermissionDecision
     reason: str  # for the model when refused, for the user when asked
     sandbox: SandboxPolicy | None  # where a shell command runs if it runs
@@ -165,7 +164,7 @@ def governing_write(tool: str, arguments: dict[str, Any], context: ToolContext) 
 
 
 @attrs.frozen
-class HookPermission(FieldRepr):
+class HookPermission:
     """What the preToolUse hooks said: "ask" or "allow" (a deny never gets this far)."""
 
     decision: str

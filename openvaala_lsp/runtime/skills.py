@@ -10,6 +10,7 @@ import os
 from typing import Any
 
 from openvaala_lsp import paths
+from openvaala_lsp.config import read_skill_body
 from openvaala_lsp.definitions import AgentDefinition, Definitions, Skill
 from openvaala_lsp.tools.base import DEFAULT_TIME_LIMIT, ToolContext, ToolOutput
 from openvaala_lsp.tools.protected import Protected
@@ -54,7 +55,6 @@ class SkillTool:
             return ToolOutput(text=f"no such skill: {name!r}; skills: {', '.join(sorted(self.skills))}", is_error=True)
         if skill.body is not None:
             return ToolOutput(text=skill.body)
-        from openvaala_lsp.config import read_skill_body  # the files' reader: see DefinitionsSource._watcher
 
         try:
             return ToolOutput(text=await asyncio.to_thread(read_skill_body, confined(skill, context.protected)))

@@ -20,7 +20,6 @@ from typing import Any
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import Content, Item, encoded_size
 from openvaala_lsp.protocol.api import PendingApproval, PendingInputInfo, StreamingItem
 
@@ -28,7 +27,7 @@ ENTRY_ALLOWANCE = 256  # the keys around an entry (`itemIndex`, `mode`, `session
 
 
 @attrs.define(kw_only=True)
-class Snapshot(FieldRepr):
+class Snapshot:
     streaming_items: list[StreamingItem] = attrs.Factory(list)
     pending_approvals: list[PendingApproval] = attrs.Factory(list)
     pending_inputs: list[PendingInputInfo] = attrs.Factory(list)

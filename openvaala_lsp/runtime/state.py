@@ -10,13 +10,13 @@ import collections
 import enum
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import attrs
 
 from openvaala_lsp import framing
 from openvaala_lsp.definitions import Definitions, ModelDefinition
-from openvaala_lsp.fieldrepr import FieldRepr
+from openvaala_lsp.hooks.runner import HookRunner
 from openvaala_lsp.model import (
     AlwaysAllowed,
     Conversation,
@@ -34,23 +34,20 @@ from openvaala_lsp.protocol.errors import (
     RuntimeStopped,
     SessionNotFound,
 )
+from openvaala_lsp.providers.base import Provider
 from openvaala_lsp.runtime.client import Client
+from openvaala_lsp.runtime.conversation import OpenConversation
 from openvaala_lsp.runtime.definitions_source import DefinitionsSource, FolderKey
 from openvaala_lsp.runtime.folders import folder_key
 from openvaala_lsp.runtime.live import Live
 from openvaala_lsp.runtime.model_clients import ModelClients
+from openvaala_lsp.runtime.session import SessionRunner
 from openvaala_lsp.runtime.tasks import Tasks
 from openvaala_lsp.storage.errors import InvalidCursor
 from openvaala_lsp.storage.interfaces import Storage
 from openvaala_lsp.storage.split import SplitStorage
 from openvaala_lsp.tools.base import OpenBuffer
 from openvaala_lsp.tools.warm_sandbox import WarmSandboxes
-
-if TYPE_CHECKING:
-    from openvaala_lsp.hooks.runner import HookRunner
-    from openvaala_lsp.providers.base import Provider
-    from openvaala_lsp.runtime.conversation import OpenConversation
-    from openvaala_lsp.runtime.session import SessionRunner
 
 T = TypeVar("T")
 
@@ -68,7 +65,7 @@ class Lifecycle(enum.Enum):
 
 
 @attrs.define(kw_only=True)
-class RuntimeOptions(FieldRepr):
+class RuntimeOptions:
     max_image_bytes: int = MAX_IMAGE_BYTES
     # the largest message either side sends (OPENVAALA_MAX_MESSAGE_BYTES): pages and snapshots stay under it
     max_message_bytes: int = attrs.Factory(framing.max_message_bytes)

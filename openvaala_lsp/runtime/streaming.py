@@ -18,7 +18,6 @@ from typing import Any
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import Content, Item, ItemStatus, ItemType, Turn, new_id, utcnow
 from openvaala_lsp.protocol import events
 from openvaala_lsp.protocol.api import StreamingItem
@@ -31,7 +30,7 @@ Remember = Callable[[Item], None]  # the item is in the history the next request
 
 
 @attrs.define(eq=False)
-class TurnItems(FieldRepr):
+class TurnItems:
     turn: Turn
     storage: Storage
     publish_now: Publish

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from typing import TYPE_CHECKING
 
 from openvaala_lsp.definitions import ModelDefinition
 from openvaala_lsp.model import (
@@ -21,13 +20,12 @@ from openvaala_lsp.model import (
     utcnow,
 )
 from openvaala_lsp.protocol import events
-from openvaala_lsp.runtime import catalog
+from openvaala_lsp.providers.base import Message, ModelRequest
+from openvaala_lsp.runtime import catalog, context, model_calls
+from openvaala_lsp.runtime.conversation import OpenConversation
 from openvaala_lsp.runtime.model_clients import resolve_model
+from openvaala_lsp.runtime.session import SessionRunner
 from openvaala_lsp.runtime.state import RuntimeState
-
-if TYPE_CHECKING:
-    from openvaala_lsp.runtime.conversation import OpenConversation
-    from openvaala_lsp.runtime.session import SessionRunner
 
 logger = logging.getLogger(__name__)
 
@@ -84,8 +82,6 @@ class Titles:
 
     async def _ask(self, opened: OpenConversation, runner: SessionRunner, turn: Turn) -> str:
         # loaded with the first turn, not with the runtime (see Conversations.create)
-        from openvaala_lsp.providers.base import Message, ModelRequest
-        from openvaala_lsp.runtime import context, model_calls
 
         definitions = opened.definitions()
         agent = catalog.configured_agent(definitions, runner.session.agent_name)

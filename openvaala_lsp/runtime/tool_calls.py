@@ -17,7 +17,6 @@ from typing import Any
 import attrs
 
 from openvaala_lsp.definitions import AgentDefinition, PermissionDecision
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.hooks.outcome import HookOutcome
 from openvaala_lsp.model import AddressKind, Content, Item, ItemStatus, ItemType, ToolCall, ToolResult
 from openvaala_lsp.protocol.api import ApprovalDecision
@@ -42,7 +41,7 @@ Spawn = Callable[[Coroutine[Any, Any, ToolOutput]], "asyncio.Task[ToolOutput]"]
 
 
 @attrs.define(eq=False)
-class CallGate(FieldRepr):
+class CallGate:
     """What decides whether a turn's calls run: the agent's permissions and sandbox, what the user
     allowed for the conversation, and the user, asked through the session's approvals."""
 
@@ -52,7 +51,7 @@ class CallGate(FieldRepr):
 
 
 @attrs.define(eq=False)
-class PlannedCall(FieldRepr):
+class PlannedCall:
     index: int  # the call's itemIndex while it streams
     call: ToolCall  # with the arguments a hook put in its place
     context: ToolContext  # where it runs, in which sandbox

@@ -17,7 +17,6 @@ from typing import Any, Protocol
 import attrs
 
 from openvaala_lsp.definitions import Definitions, ModelDefinition
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import (
     Address,
     AddressKind,
@@ -111,7 +110,7 @@ TurnWork = Callable[["TurnOwner", "ActiveTurn", list[PendingInput]], Awaitable[N
 
 
 @attrs.define(eq=False)
-class ActiveTurn(FieldRepr):
+class ActiveTurn:
     turn: Turn
     definitions: Definitions
     model: ModelDefinition

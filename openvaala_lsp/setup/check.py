@@ -16,7 +16,6 @@ import attrs
 
 from openvaala_lsp import paths
 from openvaala_lsp.definitions import LocalServer, ModelDefinition
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import Content
 from openvaala_lsp.providers.base import Completed, Message, ModelRequest, Provider, ProviderError, TextDelta
 from openvaala_lsp.providers.errors import (
@@ -41,7 +40,7 @@ LOCAL_MODEL_INSTALL = "pip install 'openvaala-lsp[local-model]'"
 
 
 @attrs.frozen(kw_only=True)
-class CheckResult(FieldRepr):
+class CheckResult:
     ok: bool
     reply: str = ""
     finish_reason: str = ""

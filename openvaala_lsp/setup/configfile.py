@@ -17,7 +17,6 @@ from openvaala_lsp import paths
 from openvaala_lsp.config import write_user_config
 from openvaala_lsp.config.tomlfile import load_toml_file
 from openvaala_lsp.definitions import ModelDefinition
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.protocol.converter import unstructure, wire_name
 from openvaala_lsp.setup.presets import SetupError
 
@@ -34,7 +33,7 @@ def project_config_path(directory: Path | None = None) -> Path:
 
 
 @attrs.define(kw_only=True)
-class ConfigFile(FieldRepr):
+class ConfigFile:
     path: Path
     exists: bool = False
     models: list[ModelDefinition] = attrs.Factory(list)

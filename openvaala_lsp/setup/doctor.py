@@ -17,7 +17,6 @@ import attrs
 
 from openvaala_lsp import __version__, paths
 from openvaala_lsp.definitions import EMBEDDED_MODEL_NOTE, LocalServer, ModelDefinition
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.protocol.errors import NoModelConfigured
 from openvaala_lsp.providers.factory import DEFAULT_BASE_URLS
 from openvaala_lsp.setup.check import CheckResult, check_model, local_model_missing
@@ -30,7 +29,7 @@ _LOCK_HOLDER = re.compile(r"held in (?P<holder>.+?) \(PID (?P<pid>\d+)\)")
 
 
 @attrs.define(kw_only=True)
-class Configured(FieldRepr):
+class Configured:
     label: str  # "user" or "project"
     file: ConfigFile
 

@@ -11,7 +11,6 @@ import re
 import attrs
 
 from openvaala_lsp.definitions import MODEL_APIS, ModelDefinition, embedded_model
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import ModelRef
 from openvaala_lsp.providers.factory import OLLAMA_BASE_URL
 
@@ -19,7 +18,7 @@ ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @attrs.frozen(kw_only=True)
-class Preset(FieldRepr):
+class Preset:
     key: str  # the `--provider` value
     label: str
     short: str  # in display names

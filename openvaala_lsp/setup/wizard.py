@@ -13,7 +13,6 @@ import attrs
 
 from openvaala_lsp.config.tomlwrite import dumps
 from openvaala_lsp.definitions import EMBEDDED_MODEL_NOTE, ModelDefinition, embedded_model
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.providers.factory import DEFAULT_BASE_URLS
 from openvaala_lsp.setup import configfile
 from openvaala_lsp.setup.check import check_model, local_model_missing
@@ -22,7 +21,7 @@ from openvaala_lsp.setup.prompts import Prompter
 
 
 @attrs.define(kw_only=True)
-class Answers(FieldRepr):
+class Answers:
     """What the flags already answered; None asks."""
 
     provider: str | None = None

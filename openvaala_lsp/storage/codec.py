@@ -14,7 +14,6 @@ from typing import Any
 import attrs
 from cattrs.preconf.json import make_converter
 
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import (
     AlwaysAllowed,
     Conversation,
@@ -521,7 +520,7 @@ def model_call_from_row(row: Row) -> ModelCall:
 
 
 @attrs.frozen
-class Table(FieldRepr):
+class Table:
     """A records table: upserted by `key`, with the columns a full row carries (in row order);
     `whole`: a row carries every column of the table (it may be replaced by a delete and an insert)."""
 

@@ -34,7 +34,7 @@ from openvaala_lsp.model import (
     Turn,
     TurnId,
 )
-from openvaala_lsp.storage import blobs, codec, early, export, queries
+from openvaala_lsp.storage import blobs, codec, export, queries
 from openvaala_lsp.storage.codec import (
     ACTIVITY_COLUMNS,
     BLOB_REF_COLUMNS,
@@ -119,9 +119,7 @@ class DuckDBStorage:
         if key:  # every ":memory:" connection is a database of its own
             _open_paths.add(key)
         try:
-            begun = early.take(key) if key else None
-            opening = asyncio.to_thread(begun.result) if begun is not None else asyncio.to_thread(connect_file, path)
-            con, writer_cursor, reader_cursor, journal = await opening
+            con, writer_cursor, reader_cursor, journal = await asyncio.to_thread(connect_file, path)
         except BaseException:
             _open_paths.discard(key)
             raise

@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.storage import engine, opening
 from openvaala_lsp.storage.codec import Row
 from openvaala_lsp.storage.engine import duckdb
@@ -75,7 +74,7 @@ WRITER_CONFIG: dict[str, Any] = {
 
 
 @attrs.frozen
-class _Table(FieldRepr):
+class _Table:
     name: str
     view: str
     key: str  # the view's id column

@@ -20,7 +20,6 @@ from typing import Any, Protocol, TypeVar
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import (
     Conversation,
     ConversationId,
@@ -41,7 +40,7 @@ from openvaala_lsp.model import (
 
 
 @attrs.frozen
-class ExportRequest(FieldRepr):
+class ExportRequest:
     directory: str  # absolute
     machine: str
     user: str
@@ -49,14 +48,14 @@ class ExportRequest(FieldRepr):
 
 
 @attrs.frozen
-class ExportedTable(FieldRepr):
+class ExportedTable:
     name: str
     rows: int
     files: int
 
 
 @attrs.frozen
-class ExportOutcome(FieldRepr):
+class ExportOutcome:
     number: int
     tables: list[ExportedTable]
     watermark: tuple[Any, ...]  # the `exports` row to record once the files are written
@@ -175,7 +174,7 @@ class LogStorage(Protocol):
 
 
 @attrs.frozen
-class SqlColumn(FieldRepr):
+class SqlColumn:
     name: str
     type: str  # DuckDB's name of the type, e.g. "BIGINT", "TIMESTAMP WITH TIME ZONE", "VARCHAR[]"
 
@@ -186,7 +185,7 @@ MAX_RESULT_BYTES = 16 << 20
 
 
 @attrs.frozen
-class SqlResult(FieldRepr):
+class SqlResult:
     """Rows of JSON values (see `sql_values`); `truncated`: more rows existed than are here, or a value
     was cut."""
 

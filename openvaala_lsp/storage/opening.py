@@ -1,8 +1,4 @@
-"""Opening the database file: DuckDB's settings, the one-owner lock, the schema brought up to date.
-
-Light on imports (DuckDB's engine, the migrations, the errors, the template, the journal): the host runs it in a
-thread while the runtime imports (`storage.early`), and everything imported here would be imported
-twice over, one GIL for both."""
+"""Opening the database file: DuckDB's settings, the one-owner lock, the schema brought up to date."""
 
 from __future__ import annotations
 
@@ -10,7 +6,7 @@ import os
 from typing import Any
 
 from openvaala_lsp.paths import make_private
-from openvaala_lsp.storage import blobs, journal, template
+from openvaala_lsp.storage import blobs, journal, template, writer
 from openvaala_lsp.storage.engine import duckdb
 from openvaala_lsp.storage.errors import StorageLockedError, StorageOutOfMemory
 from openvaala_lsp.storage.migrations import migrate
@@ -103,8 +99,6 @@ def land_journal(con: duckdb.DuckDBPyConnection, path: str) -> tuple[str, int]:
     killed); the database's id and the number of its last record DuckDB has."""
     database_id, seq, missing = _unlanded(con, path)
     if missing:
-        from openvaala_lsp.storage import writer  # only after a kill: opening stays light otherwise
-
         writer.replay(con, missing)
         seq = missing[-1][0]
     return database_id, seq

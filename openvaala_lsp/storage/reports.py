@@ -10,8 +10,6 @@ from typing import Any
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
-
 TOKENS = ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens", "reasoning_tokens")
 MEASURES = (
     "calls",
@@ -33,7 +31,7 @@ _MEASURES_SQL = f"""count(*) AS calls,
 
 
 @attrs.frozen
-class Report(FieldRepr):
+class Report:
     name: str
     about: str
     keys: tuple[str, ...]  # SELECT expressions of the grouping, each with its column name
@@ -66,7 +64,7 @@ REPORTS: dict[str, Report] = {
 
 
 @attrs.frozen
-class Filters(FieldRepr):
+class Filters:
     since: dt.datetime | None = None  # calls started at or after
     until: dt.datetime | None = None  # calls started before
     project: str | None = None  # a workspace folder: calls in it or in a folder below it

@@ -39,7 +39,6 @@ from typing import Any
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.paths import make_private
 from openvaala_lsp.storage import journal
 from openvaala_lsp.storage.blobs import BlobStore
@@ -66,7 +65,7 @@ CHECKPOINT_RETRY_DELAY = 0.01
 
 
 @attrs.frozen
-class Append(FieldRepr):
+class Append:
     """Rows for an append-only log table."""
 
     table: str
@@ -75,7 +74,7 @@ class Append(FieldRepr):
 
 
 @attrs.frozen
-class Put(FieldRepr):
+class Put:
     """Inserts or replaces a whole record (`row[0]` is its key). `new`: the key was just made, so no
     row can have it yet (a plain insert; deleted in the same batch, it never reaches the table)."""
 
@@ -85,13 +84,13 @@ class Put(FieldRepr):
 
 
 @attrs.frozen
-class Delete(FieldRepr):
+class Delete:
     table: Table
     key: str
 
 
 @attrs.frozen
-class Update(FieldRepr):
+class Update:
     """Sets `columns` of an existing record (`row[0]` is its key); a missing record stays missing."""
 
     table: Table
@@ -100,14 +99,14 @@ class Update(FieldRepr):
 
 
 @attrs.frozen
-class Run(FieldRepr):
+class Run:
     """Runs inside the batch transaction after every write queued before it; its result resolves the future."""
 
     task: Task
 
 
 @attrs.frozen
-class Files(FieldRepr):
+class Files:
     """Files the batch's rows reference (`blobs.py`): durable before the rows are."""
 
     blobs: Sequence[Blob] = attrs.field(repr=lambda blobs: f"<{len(blobs)} files>")
@@ -117,14 +116,14 @@ Op = Append | Put | Delete | Update | Run | Files
 
 
 @attrs.define
-class _RecordChange(FieldRepr):
+class _RecordChange:
     deleted: bool = False  # deleted in this segment: the delete is applied before any upsert
     row: Row | None = None  # the last row put, None if the last write was the delete
     new: bool = False  # no row had the key before this batch
 
 
 @attrs.define
-class _Segment(FieldRepr):
+class _Segment:
     records: dict[Table, dict[str, _RecordChange]] = attrs.Factory(dict)
     updates: dict[tuple[Table, tuple[str, ...]], dict[str, Row]] = attrs.Factory(dict)
     appends: dict[tuple[str, tuple[str, ...]], list[Row]] = attrs.Factory(dict)
@@ -133,7 +132,7 @@ class _Segment(FieldRepr):
 
 
 @attrs.define
-class _Batch(FieldRepr):
+class _Batch:
     segments: list[_Segment] = attrs.Factory(lambda: [_Segment()])
     futures: list[Future[Any]] = attrs.Factory(list)  # resolved with None once durable (journal or commit)
     visible: list[Future[Any]] = attrs.Factory(list)  # resolved with None once DuckDB has committed

@@ -8,13 +8,12 @@ from typing import Any, Protocol
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.tools.process import Started
 from openvaala_lsp.tools.protected import Protected
 
 
 @attrs.frozen(kw_only=True)
-class SandboxPolicy(FieldRepr):
+class SandboxPolicy:
     """Where a command may write (besides a private /tmp), which folders it sees even where they lie
     under /tmp (the workspace's), whether it may use the network, and what it may not see or change
     (`protected.py`): folders shown empty (the runtime's own), credentials shown empty, what governs
@@ -39,7 +38,7 @@ class Sandboxes(Protocol):
 
 
 @attrs.frozen(kw_only=True)
-class OpenBuffer(FieldRepr):
+class OpenBuffer:
     """A file as an editor holds it open: its text there, saved or not."""
 
     text: str
@@ -52,7 +51,7 @@ def no_buffers(real: str) -> OpenBuffer | None:
 
 
 @attrs.define(kw_only=True)
-class ToolContext(FieldRepr):
+class ToolContext:
     """Where and how a tool runs: the conversation's workspace directory (absolute, the cwd of
     commands), the roots a path may resolve into, the client's environment without its secrets, the
     sandbox commands run in (None: none), the warm sandboxes that start them (None: each starts its
@@ -73,7 +72,7 @@ class ToolContext(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class ToolOutput(FieldRepr):
+class ToolOutput:
     text: str
     is_error: bool = False
 

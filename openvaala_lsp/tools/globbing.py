@@ -20,7 +20,6 @@ from collections.abc import Iterator
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.tools.common import StopFlag
 from openvaala_lsp.tools.protected import Protected
 
@@ -116,7 +115,7 @@ def compile_glob(pattern: str) -> re.Pattern[str]:
 
 
 @attrs.frozen
-class PathRule(FieldRepr):
+class PathRule:
     """One gitignore-style pattern: anchored ones match the path relative to their base directory,
     the others match the last path segment at any depth."""
 
@@ -160,7 +159,7 @@ def _read_gitignore(directory: str) -> list[PathRule]:
 
 
 @attrs.frozen
-class IgnoreRules(FieldRepr):
+class IgnoreRules:
     """The `.gitignore` rules in force in one directory: its own and all its ancestors' (to the root)."""
 
     layers: tuple[tuple[str, tuple[PathRule, ...]], ...] = ()

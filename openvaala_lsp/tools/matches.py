@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.tools.protected import Protected
 
 MAX_FILE_SIZE = 10 * 1024 * 1024
@@ -14,7 +13,7 @@ MAX_RECORDED_LINES = 20_000
 
 
 @attrs.frozen
-class GrepQuery(FieldRepr):
+class GrepQuery:
     pattern: str
     base: str  # real path of a directory or a file
     base_is_dir: bool
@@ -34,14 +33,14 @@ class GrepQuery(FieldRepr):
 
 
 @attrs.define
-class FileMatches(FieldRepr):
+class FileMatches:
     path: str
     count: int = 0
     lines: list[tuple[int, str]] = attrs.Factory(list)
 
 
 @attrs.define
-class GrepResult(FieldRepr):
+class GrepResult:
     files: list[FileMatches] = attrs.Factory(list)
     stopped_early: bool = False  # MAX_RECORDED_LINES reached
 

@@ -27,7 +27,6 @@ from typing import Protocol
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.tools.sandbox_spawner import live_processes
 from openvaala_lsp.tools.truncate import HeadTailBuffer
 
@@ -47,7 +46,7 @@ EXIT_GRACE = 1.0
 
 
 @attrs.define(kw_only=True)
-class ProcessResult(FieldRepr):
+class ProcessResult:
     output: HeadTailBuffer
     exit_code: int | None  # None if it never exited by itself (timed out), or its end is unknown
     timed_out: bool = False

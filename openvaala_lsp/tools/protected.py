@@ -23,7 +23,6 @@ from collections.abc import Iterable, Sequence
 import attrs
 
 from openvaala_lsp import paths, rundir
-from openvaala_lsp.fieldrepr import FieldRepr
 
 CREDENTIAL_PATHS = (
     "~/.ssh",
@@ -47,7 +46,7 @@ GOVERNING_NAMES = (".openvaala", ".agents", ".claude", ".git/hooks", ".git/confi
 
 
 @attrs.frozen
-class Protected(FieldRepr):
+class Protected:
     unreadable: tuple[str, ...] = ()  # real absolute paths, files or folders (what lies below them too)
     governing: tuple[str, ...] = ()  # real absolute paths, files or folders (what lies below them too)
 

@@ -38,7 +38,6 @@ from pathlib import Path
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.tools import landlock_scope, syscall_filter as seccomp
 from openvaala_lsp.tools.base import SandboxPolicy
 from openvaala_lsp.tools.process import Started, start_process
@@ -56,7 +55,7 @@ NO_CAPABILITIES = "0000000000000000"
 
 
 @attrs.frozen
-class SandboxState(FieldRepr):
+class SandboxState:
     usable: bool
     binary: str | None
     reason: str  # why it cannot start, or where it comes from and what it lacks
@@ -66,7 +65,7 @@ class SandboxState(FieldRepr):
 
 
 @attrs.frozen
-class Plan(FieldRepr):
+class Plan:
     """A sandbox's bubblewrap command line up to the command (without the filter's fd, which each
     start passes anew), what its command runs behind (`landlock_scope.py`, with the network), and
     the mount points it creates in the workspace (see `MountPoints`)."""

@@ -38,7 +38,6 @@ from typing import Any
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.tools import sandbox
 from openvaala_lsp.tools.base import SandboxPolicy
 from openvaala_lsp.tools.process import NO_PID, Started
@@ -62,7 +61,7 @@ class SandboxLost(Exception):
 
 
 @attrs.define(eq=False)
-class RemoteProcess(FieldRepr):
+class RemoteProcess:
     """A command a warm sandbox started: its pid as this process sees it, its end as the sandbox
     reports it (None: unknown, the sandbox was lost after the command ended)."""
 

@@ -357,15 +357,16 @@ def open_files(pid: int) -> set[str]:
     return found
 
 
-async def test_the_host_a_front_forks_into_keeps_none_of_its_files(homes: list[Path], ws: Path) -> None:
-    """The front becomes the host by forking: the editor's pipes and terminal, spawn.lock and the
-    ready pipe must all be closed in the host, or an editor would wait for an EOF that never comes
-    and the next front for a lock nobody holds."""
+async def test_the_host_a_front_starts_keeps_none_of_its_files(homes: list[Path], ws: Path) -> None:
+    """The editor's pipes and terminal, spawn.lock and the ready pipe must all be closed in the host
+    a front starts, or an editor would wait for an EOF that never comes and the next front for a lock
+    nobody holds."""
     home = homes[0]
     editor = await spawn(home, ws)
     try:
         await editor.initialize([ws])
         [host] = host_pids(home)
+        assert Path(f"/proc/{host}/cmdline").read_bytes().split(b"\0")[1:3] == [b"-m", b"openvaala_lsp.host"]
         front = open_files(editor.process.pid)
         held = open_files(host)
         assert held.isdisjoint(front), sorted(held & front)
@@ -376,38 +377,6 @@ async def test_the_host_a_front_forks_into_keeps_none_of_its_files(homes: list[P
     finally:
         assert await editor.shutdown() == 0
     assert host_pids(home) == [host]  # outlives the front
-
-
-async def test_a_process_with_threads_starts_the_host_in_a_fresh_interpreter(homes: list[Path], ws: Path) -> None:
-    """`openvaala sql` reaches the host from a worker thread: a fork of such a process could inherit a
-    lock another thread held, so its host is a fresh `python -m openvaala_lsp.host` instead."""
-    home = homes[0]
-    script = (
-        "import threading\n"
-        "from openvaala_lsp.front.connect import connect\n"
-        "from openvaala_lsp.hostwire import front_hello\n"
-        "from openvaala_lsp.rundir import ensure_private, run_dir\n"
-        "run = run_dir()\n"
-        "ensure_private(run)\n"
-        "links = []\n"
-        "worker = threading.Thread(target=lambda: links.append(connect(run, front_hello())))\n"
-        "worker.start()\n"
-        "worker.join()\n"
-        "print(len(links))\n"
-    )
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        script,
-        cwd=str(ws),
-        stdout=asyncio.subprocess.PIPE,
-        env={**os.environ, "OPENVAALA_HOME": str(home), **FRONT_ENV},
-    )
-    out, _ = await asyncio.wait_for(process.communicate(), WAIT)
-    assert out.decode().split() == ["1"]  # connected, past the hello
-    [host] = host_pids(home)
-    assert Path(f"/proc/{host}/cmdline").read_bytes().split(b"\0")[1:3] == [b"-m", b"openvaala_lsp.host"]
-    assert started_hosts(home) == 1
 
 
 async def test_front_imports_only_the_standard_library(homes: list[Path], ws: Path, tmp_path: Path) -> None:

@@ -9,7 +9,6 @@ from typing import Any
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import (
     Item,
     ItemId,
@@ -52,12 +51,12 @@ def _check_environment(instance: Any, attribute: attrs.Attribute[list[str] | Non
 
 
 @attrs.define(kw_only=True)
-class EmptyResult(FieldRepr):
+class EmptyResult:
     """The result of methods that return only an error in Go."""
 
 
 @attrs.define(kw_only=True)
-class ApprovalRequest(FieldRepr):
+class ApprovalRequest:
     """What the user is asked to allow: the tool and its arguments, why it asks, and for the shell the
     command; the paths it names."""
 
@@ -69,7 +68,7 @@ class ApprovalRequest(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class PendingApproval(FieldRepr):
+class PendingApproval:
     """A tool call waiting for `answerApproval`: its item, the session it belongs to, the request."""
 
     item_id: ItemId
@@ -84,23 +83,23 @@ class ApprovalDecision(enum.StrEnum):
 
 
 @attrs.define(kw_only=True)
-class PendingInputInfo(FieldRepr):
+class PendingInputInfo:
     item: Item
     mode: SessionInputMode
     turn_id: TurnId | None = None
 
 
 @attrs.define(kw_only=True)
-class StreamingItem(FieldRepr):
+class StreamingItem:
     item_index: int
     item: Item
 
 
 @attrs.define(kw_only=True)
-class IsIdleParams(FieldRepr):
+class IsIdleParams:
     """`{}` (or absent)."""
 
 
 @attrs.define(kw_only=True)
-class IsIdleResult(FieldRepr):
+class IsIdleResult:
     idle: bool

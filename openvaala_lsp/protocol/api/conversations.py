@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import (
     ConversationId,
     ExecutorSettings,
@@ -19,7 +18,7 @@ from openvaala_lsp.protocol.api.common import (
 
 
 @attrs.define(kw_only=True)
-class CreateConversationParams(FieldRepr):
+class CreateConversationParams:
     agent_name: str = ""
     environment: list[str] | None = attrs.field(default=None, validator=_check_environment)
     ephemeral: bool = False
@@ -28,33 +27,33 @@ class CreateConversationParams(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class OpenConversationParams(FieldRepr):
+class OpenConversationParams:
     conversation_id: ConversationId
     environment: list[str] | None = attrs.field(default=None, validator=_check_environment)
 
 
 @attrs.define(kw_only=True)
-class GetConversationParams(FieldRepr):
+class GetConversationParams:
     conversation_id: ConversationId
 
 
 @attrs.define(kw_only=True)
-class IsConversationOpenParams(FieldRepr):
+class IsConversationOpenParams:
     conversation_id: ConversationId
 
 
 @attrs.define(kw_only=True)
-class GetMcpServersParams(FieldRepr):
+class GetMcpServersParams:
     conversation_id: ConversationId
 
 
 @attrs.define(kw_only=True)
-class IsConversationOpenResult(FieldRepr):
+class IsConversationOpenResult:
     open: bool
 
 
 @attrs.define(kw_only=True)
-class ListConversationsParams(FieldRepr):
+class ListConversationsParams:
     cursor: str | None = None
     limit: int | None = attrs.field(default=None, validator=_check_limit)
     order: Order = Order.DESC
@@ -63,12 +62,12 @@ class ListConversationsParams(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class DeleteConversationParams(FieldRepr):
+class DeleteConversationParams:
     conversation_id: ConversationId
 
 
 @attrs.define(kw_only=True)
-class ForkConversationParams(FieldRepr):
+class ForkConversationParams:
     conversation_id: ConversationId
     before_turn_id: TurnId | None = None
     last_turn_id: TurnId | None = None
@@ -78,18 +77,18 @@ class ForkConversationParams(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class SetConversationArchivedParams(FieldRepr):
+class SetConversationArchivedParams:
     conversation_id: ConversationId
     archived: bool
 
 
 @attrs.define(kw_only=True)
-class SetConversationTitleParams(FieldRepr):
+class SetConversationTitleParams:
     conversation_id: ConversationId
     title: str
 
 
 @attrs.define(kw_only=True)
-class SetConversationExecutorSettingsParams(FieldRepr):
+class SetConversationExecutorSettingsParams:
     conversation_id: ConversationId
     executor_settings: ExecutorSettings

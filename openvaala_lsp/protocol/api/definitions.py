@@ -5,7 +5,6 @@ from __future__ import annotations
 import attrs
 
 from openvaala_lsp.definitions import ModelDefinition, Permissions, Sandbox
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.mcp.model import ClientMCPServer, MCPServerInfo
 from openvaala_lsp.model import (
     ConversationId,
@@ -15,7 +14,7 @@ from openvaala_lsp.model import (
 
 
 @attrs.define(kw_only=True)
-class AgentInfo(FieldRepr):
+class AgentInfo:
     name: str
     description: str = ""
     default_model: ModelRef | None = None
@@ -24,35 +23,35 @@ class AgentInfo(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class ListAgentsResult(FieldRepr):
+class ListAgentsResult:
     agents: list[AgentInfo]
 
 
 @attrs.define(kw_only=True)
-class ListModelsParams(FieldRepr):
+class ListModelsParams:
     agent_name: str | None = None
 
 
 @attrs.define(kw_only=True)
-class ModelList(FieldRepr):
+class ModelList:
     models: list[ModelDefinition]
     agent_default_model: ModelRef | None = None
 
 
 @attrs.define(kw_only=True)
-class ExecutorDetails(FieldRepr):
+class ExecutorDetails:
     id: str
     kind: str
     description: str = ""
 
 
 @attrs.define(kw_only=True)
-class ListExecutorsResult(FieldRepr):
+class ListExecutorsResult:
     executors: list[ExecutorDetails]
 
 
 @attrs.define(kw_only=True)
-class HookInfo(FieldRepr):
+class HookInfo:
     name: str
     event: str
     command: str
@@ -61,41 +60,41 @@ class HookInfo(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class GetHooksResult(FieldRepr):
+class GetHooksResult:
     hooks: list[HookInfo]
 
 
 @attrs.define(kw_only=True)
-class GetMcpServersResult(FieldRepr):
+class GetMcpServersResult:
     servers: list[MCPServerInfo]
 
 
 @attrs.define(kw_only=True)
-class SetClientMcpServersParams(FieldRepr):
+class SetClientMcpServersParams:
     conversation_id: ConversationId
     client_id: str
     servers: list[ClientMCPServer]
 
 
 @attrs.define(kw_only=True)
-class GetSkillsParams(FieldRepr):
+class GetSkillsParams:
     agent_name: str | None = None
     conversation_id: ConversationId | None = None
     executor_settings: ExecutorSettings | None = None
 
 
 @attrs.define(kw_only=True)
-class SkillInfo(FieldRepr):
+class SkillInfo:
     name: str
     description: str
     path: str | None = None
 
 
 @attrs.define(kw_only=True)
-class GetSkillsResult(FieldRepr):
+class GetSkillsResult:
     skills: list[SkillInfo]
 
 
 @attrs.define(kw_only=True)
-class SetDefinitionsResult(FieldRepr):
+class SetDefinitionsResult:
     busy_conversation_ids: list[ConversationId]

@@ -6,7 +6,6 @@ from typing import Any
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import (
     check_path,
 )
@@ -25,7 +24,7 @@ def _name(instance: Any, attribute: attrs.Attribute[str | None], value: str | No
 
 
 @attrs.define(kw_only=True)
-class ExportUsageParams(FieldRepr):
+class ExportUsageParams:
     """Writes the analytic views' rows that are new since the last export to `directory` as Parquet,
     partitioned by day; `machine` and `user` (default: the runtime's host name and user) label every
     row; `redact` leaves out error messages too (no export holds prompts, answers or tool output)."""
@@ -37,14 +36,14 @@ class ExportUsageParams(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class ExportedTable(FieldRepr):
+class ExportedTable:
     name: str  # model_calls, turns or compactions: the folder under `directory`
     rows: int
     files: int
 
 
 @attrs.define(kw_only=True)
-class ExportUsageResult(FieldRepr):
+class ExportUsageResult:
     """`number` counts this database's exports to `directory` (1 for the first)."""
 
     directory: str

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import (
     Address,
     Content,
@@ -25,7 +24,7 @@ from openvaala_lsp.protocol.api.common import (
 
 
 @attrs.define(kw_only=True)
-class SubmitInputParams(FieldRepr):
+class SubmitInputParams:
     conversation_id: ConversationId
     content: list[Content]
     input_id: str | None = None
@@ -34,52 +33,52 @@ class SubmitInputParams(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class SubmitInputResult(FieldRepr):
+class SubmitInputResult:
     item_id: ItemId
 
 
 @attrs.define(kw_only=True)
-class SteerInputParams(FieldRepr):
+class SteerInputParams:
     conversation_id: ConversationId
     item_id: ItemId
     turn_id: TurnId
 
 
 @attrs.define(kw_only=True)
-class WithdrawInputParams(FieldRepr):
+class WithdrawInputParams:
     conversation_id: ConversationId
     item_id: ItemId
 
 
 @attrs.define(kw_only=True)
-class WithdrawInputResult(FieldRepr):
+class WithdrawInputResult:
     items: list[Item]
 
 
 @attrs.define(kw_only=True)
-class InterruptTurnParams(FieldRepr):
+class InterruptTurnParams:
     conversation_id: ConversationId
 
 
 @attrs.define(kw_only=True)
-class InterruptTurnResult(FieldRepr):
+class InterruptTurnResult:
     turn_id: TurnId
 
 
 @attrs.define(kw_only=True)
-class CompactContextResult(FieldRepr):
+class CompactContextResult:
     turn_id: TurnId
 
 
 @attrs.define(kw_only=True)
-class InterruptTurnWithInputParams(FieldRepr):
+class InterruptTurnWithInputParams:
     conversation_id: ConversationId
     item_id: ItemId
     turn_id: TurnId
 
 
 @attrs.define(kw_only=True)
-class AnswerApprovalParams(FieldRepr):
+class AnswerApprovalParams:
     """`answerApproval`: the answer to an `approvalRequested` event; the first answer wins."""
 
     conversation_id: ConversationId
@@ -89,24 +88,24 @@ class AnswerApprovalParams(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class CompactContextParams(FieldRepr):
+class CompactContextParams:
     conversation_id: ConversationId
 
 
 @attrs.define(kw_only=True)
-class GetTurnsParams(FieldRepr):
+class GetTurnsParams:
     conversation_id: ConversationId
     turn_ids: list[TurnId]
     session_id: SessionId | None = None
 
 
 @attrs.define(kw_only=True)
-class GetTurnsResult(FieldRepr):
+class GetTurnsResult:
     turns: list[Turn]
 
 
 @attrs.define(kw_only=True)
-class ListTurnsParams(FieldRepr):
+class ListTurnsParams:
     conversation_id: ConversationId
     session_id: SessionId | None = None
     cursor: str | None = None
@@ -115,7 +114,7 @@ class ListTurnsParams(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class ListItemsParams(FieldRepr):
+class ListItemsParams:
     conversation_id: ConversationId
     session_id: SessionId | None = None
     cursor: Ordinal | None = None

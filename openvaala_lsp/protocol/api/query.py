@@ -6,7 +6,6 @@ from typing import Any
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.protocol.api.common import (
     _check_query_limit,
     _check_query_timeout,
@@ -14,7 +13,7 @@ from openvaala_lsp.protocol.api.common import (
 
 
 @attrs.define(kw_only=True)
-class QueryParams(FieldRepr):
+class QueryParams:
     """One read-only statement (SELECT, WITH, FROM, VALUES, DESCRIBE, SHOW, SUMMARIZE, EXPLAIN) on the
     history database; `parameters` fill its `?` / `$1` placeholders in order. A query still running
     after `timeoutMs` is stopped."""
@@ -26,13 +25,13 @@ class QueryParams(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class QueryColumn(FieldRepr):
+class QueryColumn:
     name: str
     type: str  # DuckDB's name of the type: "BIGINT", "TIMESTAMP WITH TIME ZONE", "VARCHAR[]", ...
 
 
 @attrs.define(kw_only=True)
-class QueryResult(FieldRepr):
+class QueryResult:
     """`rows` hold JSON values in column order; `truncated`: the answer is not all of it (more rows
     existed than were returned, or a long value was cut, ending in `…[cut: ...]`)."""
 

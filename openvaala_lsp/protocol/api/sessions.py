@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import (
     ContextUsage,
     ConversationId,
@@ -24,31 +23,31 @@ from openvaala_lsp.protocol.api.common import (
 
 
 @attrs.define(kw_only=True)
-class ListSessionsParams(FieldRepr):
+class ListSessionsParams:
     conversation_id: ConversationId
     cursor: str | None = None
     limit: int | None = attrs.field(default=None, validator=_check_limit)
 
 
 @attrs.define(kw_only=True)
-class GetSessionByIdParams(FieldRepr):
+class GetSessionByIdParams:
     session_id: SessionId
 
 
 @attrs.define(kw_only=True)
-class GetSessionDetailsParams(FieldRepr):
+class GetSessionDetailsParams:
     conversation_id: ConversationId
     session_id: SessionId
 
 
 @attrs.define(kw_only=True)
-class GetSessionContextUsageParams(FieldRepr):
+class GetSessionContextUsageParams:
     conversation_id: ConversationId
     session_id: SessionId
 
 
 @attrs.define(kw_only=True)
-class SessionDetails(FieldRepr):
+class SessionDetails:
     session: Session
     info: SessionRuntimeInfo
     turn_count: int
@@ -58,7 +57,7 @@ class SessionDetails(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class ItemTokens(FieldRepr):
+class ItemTokens:
     """What one item of the model's context takes: its type, and the tool's name for a tool call or
     result, so an editor can show what fills the window (tool output, messages, the compaction)."""
 
@@ -69,7 +68,7 @@ class ItemTokens(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class LastRequestUsage(FieldRepr):
+class LastRequestUsage:
     estimated_tokens: int
     model: ModelRef
     model_call_id: ModelCallId
@@ -77,7 +76,7 @@ class LastRequestUsage(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class SessionContextUsage(FieldRepr):
+class SessionContextUsage:
     items: list[ItemTokens]
     next_request: ContextUsage
     system_tokens: int
@@ -88,7 +87,7 @@ class SessionContextUsage(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class SetSessionModelParams(FieldRepr):
+class SetSessionModelParams:
     conversation_id: ConversationId
     session_id: SessionId
     model: ModelSelection

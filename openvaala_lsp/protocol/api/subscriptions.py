@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import (
     ConversationId,
     Ordinal,
@@ -19,25 +18,25 @@ from openvaala_lsp.protocol.api.common import (
 
 
 @attrs.define(kw_only=True)
-class SubscribeConversationParams(FieldRepr):
+class SubscribeConversationParams:
     conversation_id: ConversationId
 
 
 @attrs.define(kw_only=True)
-class SubscribeConversationResult(FieldRepr):
+class SubscribeConversationResult:
     subscription_id: str
     title: str
     sessions: list[SessionRuntimeInfo]
 
 
 @attrs.define(kw_only=True)
-class SubscribeSessionParams(FieldRepr):
+class SubscribeSessionParams:
     conversation_id: ConversationId
     session_id: SessionId
 
 
 @attrs.define(kw_only=True)
-class SubscribeSessionResult(FieldRepr):
+class SubscribeSessionResult:
     subscription_id: str
     last_saved_ordinal: Ordinal
     pending_inputs: list[PendingInputInfo]
@@ -50,13 +49,13 @@ class SubscribeSessionResult(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class GetSessionSnapshotParams(FieldRepr):
+class GetSessionSnapshotParams:
     subscription_id: str
     cursor: str
 
 
 @attrs.define(kw_only=True)
-class GetSessionSnapshotResult(FieldRepr):
+class GetSessionSnapshotResult:
     """The next page of a subscribeSession snapshot: more of its three lists, in their order."""
 
     pending_inputs: list[PendingInputInfo]
@@ -66,36 +65,36 @@ class GetSessionSnapshotResult(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class SubscribeRunningConversationsParams(FieldRepr):
+class SubscribeRunningConversationsParams:
     """`{}` (or absent)."""
 
 
 @attrs.define(kw_only=True)
-class ListAgentsParams(FieldRepr):
+class ListAgentsParams:
     """`{}` (or absent)."""
 
 
 @attrs.define(kw_only=True)
-class ListExecutorsParams(FieldRepr):
+class ListExecutorsParams:
     """`{}` (or absent)."""
 
 
 @attrs.define(kw_only=True)
-class GetHooksParams(FieldRepr):
+class GetHooksParams:
     """`{}` (or absent)."""
 
 
 @attrs.define(kw_only=True)
-class RunningConversations(FieldRepr):
+class RunningConversations:
     conversation_ids: list[ConversationId]
 
 
 @attrs.define(kw_only=True)
-class SubscribeRunningConversationsResult(FieldRepr):
+class SubscribeRunningConversationsResult:
     subscription_id: str
     initial: RunningConversations
 
 
 @attrs.define(kw_only=True)
-class UnsubscribeParams(FieldRepr):
+class UnsubscribeParams:
     subscription_id: str

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import (
     WorkspaceFolder,
     check_path,
@@ -15,14 +14,14 @@ from openvaala_lsp.protocol.api.common import (
 
 
 @attrs.define(kw_only=True)
-class GetWorkspaceDirectoriesParams(FieldRepr):
+class GetWorkspaceDirectoriesParams:
     base_directory: str | None = attrs.field(default=None, validator=check_path)
     directory: str | None = attrs.field(default=None, validator=check_path)
     executor_id: str | None = None
 
 
 @attrs.define(kw_only=True)
-class WorkspaceDirectories(FieldRepr):
+class WorkspaceDirectories:
     base_directory: str
     directory: str
     entries: list[WorkspaceFolder]
@@ -30,32 +29,32 @@ class WorkspaceDirectories(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class ResolveWorkspaceDirectoryParams(FieldRepr):
+class ResolveWorkspaceDirectoryParams:
     directory: str = attrs.field(validator=check_path)
     base_directory: str | None = attrs.field(default=None, validator=check_path)
     executor_id: str | None = None
 
 
 @attrs.define(kw_only=True)
-class ResolveWorkspaceDirectoryResult(FieldRepr):
+class ResolveWorkspaceDirectoryResult:
     directory: str
 
 
 @attrs.define(kw_only=True)
-class OpenTerminalWorkspaceParams(FieldRepr):
+class OpenTerminalWorkspaceParams:
     directory: str | None = attrs.field(default=None, validator=check_path)
     environment: list[str] | None = attrs.field(default=None, validator=_check_environment)
     executor_id: str | None = None
 
 
 @attrs.define(kw_only=True)
-class Workspace(FieldRepr):
+class Workspace:
     root: str
     environment: list[str]
 
 
 @attrs.define(kw_only=True)
-class TerminalWorkspace(FieldRepr):
+class TerminalWorkspace:
     directory: str
     executor_id: str
     workspace: Workspace
