@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import enum
 import json
-import os
+import secrets
 import time
 from typing import Any, Generic, TypeVar
 
@@ -31,8 +31,7 @@ def new_id(prefix: str) -> str:
 
     Time order keeps ids sortable, which is what makes keyset pagination by (created_at, id) stable.
     """
-    # os.urandom(n).hex() is secrets.token_hex(n), without importing `random` at every start
-    return f"{prefix}_{int(time.time() * 1000):012x}{os.urandom(4).hex()}"
+    return f"{prefix}_{int(time.time() * 1000):012x}{secrets.token_hex(4)}"
 
 
 def utcnow() -> dt.datetime:

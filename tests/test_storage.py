@@ -44,11 +44,11 @@ from openvaala_lsp.model import (
     Turn,
     TurnStatus,
 )
-from openvaala_lsp.storage import InvalidCursor, StorageClosedError, StorageError, StorageLockedError, template, writer
+from openvaala_lsp.storage import InvalidCursor, StorageClosedError, StorageError, StorageLockedError, writer
 from openvaala_lsp.storage.codec import MODEL_CALL_COLUMNS, PENDING_INPUTS, TURN_COLUMNS, USAGE_COLUMNS, pending_row
 from openvaala_lsp.storage.duckdb_store import DuckDBStorage
 from openvaala_lsp.storage.migrations import LATEST_VERSION, migrate
-from openvaala_lsp.storage.opening import CONFIG, connect_file
+from openvaala_lsp.storage.opening import CONFIG
 from openvaala_lsp.storage.writer import Put
 
 T0 = dt.datetime(2025, 3, 1, 12, 0, tzinfo=dt.UTC)
@@ -1078,60 +1078,6 @@ async def test_migrations_record_the_version_and_reopen_is_a_no_op(db_path: str)
         await DuckDBStorage.open(db_path)
 
 
-def _schema(path: str) -> dict[str, list[tuple[object, ...]]]:
-    """Everything the migrations make: tables (with columns, defaults, keys), views, sequences,
-    indexes, macros, types, and the versions recorded."""
-    queries = {
-        "tables": "SELECT table_name, sql FROM duckdb_tables() WHERE NOT internal",
-        "views": "SELECT view_name, sql FROM duckdb_views() WHERE NOT internal",
-        "sequences": "SELECT sequence_name, start_value, increment_by, last_value FROM duckdb_sequences()",
-        "indexes": "SELECT index_name, table_name, sql FROM duckdb_indexes()",
-        "constraints": "SELECT table_name, constraint_type, constraint_text FROM duckdb_constraints()",
-        "macros": "SELECT function_name, macro_definition FROM duckdb_functions() WHERE NOT internal",
-        "types": "SELECT type_name, logical_type FROM duckdb_types() WHERE NOT internal",
-        "versions": "SELECT version FROM schema_version",
-    }
-    return {name: sorted(sql(path, query), key=repr) for name, query in queries.items()}
-
-
-def test_a_new_file_is_the_migrated_template(tmp_path: Path) -> None:
-    """The template a new file is copied from is what the migrations make (after a new migration:
-    `python scripts/build_database_template.py`); the copy records when it was made."""
-    migrated = str(tmp_path / "migrated.duckdb")
-    con = duckdb.connect(migrated, config=CONFIG)
-    migrate(con, migrated)
-    con.close()
-    new = str(tmp_path / "new.duckdb")
-    before = dt.datetime.now(dt.UTC)
-    for connection in connect_file(new):
-        connection.close()
-    assert _schema(new) == _schema(migrated), "the template lags behind the migrations: rebuild it"
-    applied = [when for (when,) in sql(new, "SELECT applied_at FROM schema_version")]
-    assert len(applied) == LATEST_VERSION and all(when >= before for when in applied)
-
-
-def test_without_its_template_a_new_file_is_created_by_the_migrations(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    damaged = tmp_path / "damaged.zlib"
-    damaged.write_bytes(b"not zlib")
-    for name, template_file in (("missing", str(tmp_path / "missing.zlib")), ("damaged", str(damaged))):
-        monkeypatch.setattr(template, "TEMPLATE", template_file)
-        path = str(tmp_path / f"{name}.duckdb")
-        for connection in connect_file(path):
-            connection.close()
-        assert [v for (v,) in sql(path, "SELECT version FROM schema_version")] == list(range(1, LATEST_VERSION + 1))
-        assert not [left for left in os.listdir(tmp_path) if left.endswith(".new")]  # no copy left half-made
-
-
-def test_a_template_copy_never_replaces_a_file(tmp_path: Path) -> None:
-    path = tmp_path / "there.duckdb"
-    path.write_bytes(b"made meanwhile by another process")
-    assert template.copy_to(str(path))
-    assert path.read_bytes() == b"made meanwhile by another process"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["there.duckdb"]
-
-
 LOCK_CHILD = """
 import asyncio, json, sys
 from openvaala_lsp.storage.duckdb_store import DuckDBStorage
@@ -1199,33 +1145,9 @@ def test_tables_replaced_whole_name_every_column() -> None:
     import duckdb
 
     from openvaala_lsp.storage import codec
-    from openvaala_lsp.storage.migrations import migrate
 
     con = duckdb.connect(":memory:")
     migrate(con, ":memory:")
     for table in (codec.CONVERSATIONS, codec.SESSIONS, codec.TURNS, codec.PENDING_INPUTS):
         columns = {row[0] for row in con.execute(f"DESCRIBE {table.name}").fetchall()}
         assert table.whole == (set(table.columns) == columns), table.name
-
-
-def test_the_engine_is_what_duckdbs_package_re_exports() -> None:
-    """storage.engine skips DuckDB's Python package (its import is ~70 ms of a first start): the
-    package must still be a plain re-export of that engine, or the pin in pyproject.toml is wrong."""
-    from openvaala_lsp.storage import engine
-
-    assert engine.duckdb.DuckDBPyConnection is duckdb.DuckDBPyConnection
-    assert (engine.duckdb.connect, engine.duckdb.Error) == (duckdb.connect, duckdb.Error)
-    assert engine.DuckDBPyType is duckdb.sqltypes.DuckDBPyType
-
-
-def test_the_runtime_host_opens_its_database_without_duckdbs_python_package(tmp_path: Path) -> None:
-    script = (
-        "import sys\n"
-        "import openvaala_lsp.host.server\n"
-        "from openvaala_lsp.storage.opening import connect_file\n"
-        f"connections = connect_file({str(tmp_path / 'x.duckdb')!r})\n"
-        "connections[1].execute('SELECT count(*) FROM conversations').fetchall()\n"
-        "print(sorted(name for name in sys.modules if name == 'duckdb' or name.startswith('duckdb.')))\n"
-    )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "[]", done.stdout

@@ -15,12 +15,12 @@ import sys
 import threading
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from openvaala_lsp.model import Content, Conversation, Item, ItemType, Session, ToolCall
 from openvaala_lsp.storage import blobs, codec
 from openvaala_lsp.storage.duckdb_store import DuckDBStorage
-from openvaala_lsp.storage.engine import duckdb
 from openvaala_lsp.storage.opening import CONFIG
 
 NOW = dt.datetime(2025, 3, 1, 12, 0, tzinfo=dt.UTC)

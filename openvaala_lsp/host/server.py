@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import gc
 import json
 import logging
@@ -27,7 +26,6 @@ import resource
 import signal
 import socket
 import stat
-import time
 from pathlib import Path
 
 from openvaala_lsp import hostwire, paths
@@ -48,7 +46,6 @@ DRAIN_SECONDS_ENV = "OPENVAALA_HOST_DRAIN_SECONDS"
 DEFAULT_IDLE_SECONDS = 30.0
 DEFAULT_DRAIN_SECONDS = 30.0  # longest wait for running turns before a draining host stops anyway
 HELLO_TIMEOUT = 10.0
-WORK_BEFORE_TRIM = 0.01  # CPU seconds spent since the last return of free memory that warrant another
 START_GARBAGE_DEADLINE = 10.0  # seconds after the start: the collector comes back then if never quiet before
 BACKLOG = 100  # connections the kernel queues before a front's connect waits
 ACCEPT_BATCH = 100  # accepted per wakeup, as asyncio does
@@ -90,22 +87,11 @@ def _seconds(variable: str, default: float) -> float:
     return max(value, 0.0)
 
 
-def return_free_memory() -> None:
-    """Gives the pages the C allocator keeps free after a burst of work (the start, a turn) back to the
-    system: glibc holds on to them, ~2 MiB of an idle host's 82 MiB after its start (measured). A C
-    library without `malloc_trim` (musl) has nothing to give back."""
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
-        return
-    trim(0)
-
-
 def collect_start_garbage() -> int:
     """Turns the garbage collector, off through the start (`main.run`), back on: collects what the
-    start left in cycles (~1 MB: attrs' first drafts of its classes, among others) and freezes what
-    lives on, so that no later collection walks the start's objects again. Returns what it collected.
-    One full collection, ~20 ms: done once the host is quiet, not on the way to an editor's answer."""
+    start left in cycles (attrs' first drafts of its classes, among others) and freezes what lives
+    on, so that no later collection walks the start's objects again. Returns what it collected. One
+    full collection: done once the host is quiet, not on the way to an editor's answer."""
     collected = gc.collect()
     gc.freeze()
     gc.enable()
@@ -330,7 +316,6 @@ class Host:
 
     async def _watch(self) -> None:
         tick = min(0.5, max(0.05, self.idle_seconds / 4))
-        trimmed_at = -1.0  # the process's CPU time at the last return of free memory
         started = self.loop.time()
         while True:
             await asyncio.sleep(tick)
@@ -344,14 +329,6 @@ class Host:
                     self._stop("a newer front arrived")
                 continue
             await self._check_socket()
-            # once quiet after work (a start, requests, a turn): what it freed goes back to the system
-            if (
-                time.process_time() - trimmed_at > WORK_BEFORE_TRIM
-                and self.runtime.done()
-                and await self._runtime_idle()
-            ):
-                return_free_memory()
-                trimmed_at = time.process_time()
             quiet = self.clients == 0 and self.loop.time() - self.quiet_since >= self.idle_seconds
             if quiet and await self._runtime_idle() and self.clients == 0:
                 # the next editor starts from the configuration files, as after any clean start

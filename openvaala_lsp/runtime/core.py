@@ -48,7 +48,6 @@ from openvaala_lsp.runtime.subscribing import Subscribing
 from openvaala_lsp.runtime.titles import Titles
 from openvaala_lsp.runtime.workspace import Workspace
 from openvaala_lsp.storage.interfaces import Storage
-from openvaala_lsp.tools import sandbox
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -84,7 +83,6 @@ class Runtime:
         """A runtime over `storage`; turns a previous process left running read `interrupted`.
         `options` are `RuntimeOptions`' fields."""
         await storage.interrupt_running_turns(utcnow())
-        sandbox.probe_soon()  # whether the sandbox can start, known before an editor asks
         runtime = cls(storage, definitions, **options)
         if definitions is None:
             runtime.state.source.explicit = await configuration.kept_definitions(runtime.state.options)

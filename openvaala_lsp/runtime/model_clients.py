@@ -106,7 +106,7 @@ class LocalModelServer:
         )
         log.close()
         base_url = f"http://127.0.0.1:{port}/v1"
-        import httpx  # only once a model is used: an idle runtime never loads it
+        import httpx  # kept off the start, as in `get`
 
         async with httpx.AsyncClient(timeout=2.0) as client:
             deadline = asyncio.get_running_loop().time() + LOCAL_SERVER_START_TIMEOUT
@@ -138,7 +138,10 @@ class ModelClients:
         self._local: dict[tuple[str, str], LocalModelServer] = {}
 
     async def get(self, definition: ModelDefinition, environment: Mapping[str, str]) -> Provider:
-        from openvaala_lsp.providers.factory import make_provider  # httpx clients only when a model is used
+        # A start-up trick that stays: httpx and the providers load with the first model call, not
+        # with the host. They are the largest import an editor's first answer can do without, and a
+        # first-ever start would miss its budget with them (see host.main.run's collector).
+        from openvaala_lsp.providers.factory import make_provider
 
         if definition.local_server is not None:
             ref = definition.ref

@@ -11,6 +11,7 @@ from typing import Any
 from openvaala_lsp import paths
 from openvaala_lsp.protocol.errors import RuntimeStopped
 from openvaala_lsp.runtime.core import Runtime
+from openvaala_lsp.storage.duckdb_store import DuckDBStorage, StorageLockedError
 
 logger = logging.getLogger(__name__)
 
@@ -31,12 +32,6 @@ def options_from_environment() -> dict[str, Any]:
 async def start_runtime(future: asyncio.Future[Runtime], **options: Any) -> None:
     """Resolves `future` with the runtime or with a RuntimeStopped saying why it could not start;
     `options` are RuntimeOptions' fields, beside those of the environment."""
-    try:
-        # imported here: duckdb costs ~0.1 s and the editor's initialize need not wait for it
-        from openvaala_lsp.storage.duckdb_store import DuckDBStorage, StorageLockedError
-    except ImportError as exc:
-        future.set_exception(RuntimeStopped(f"the runtime could not start: {exc}"))
-        return
     try:
         path = paths.database_path()
         paths.ensure_private_dir(path.parent)  # the history is the user's alone

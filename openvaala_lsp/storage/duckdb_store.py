@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
+import duckdb
+
 from openvaala_lsp.model import (
     Conversation,
     ConversationId,
@@ -55,7 +57,6 @@ from openvaala_lsp.storage.codec import (
     turn_changes_row,
     turn_row,
 )
-from openvaala_lsp.storage.engine import duckdb
 from openvaala_lsp.storage.errors import (
     InvalidCursor,
     QueryCancelled,

@@ -31,17 +31,14 @@ import logging
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
+import duckdb
 
-from openvaala_lsp.storage import engine, opening
+from openvaala_lsp.storage import opening
 from openvaala_lsp.storage.codec import Row
-from openvaala_lsp.storage.engine import duckdb
 from openvaala_lsp.storage.interfaces import ExportedTable, ExportOutcome, ExportRequest
-
-if TYPE_CHECKING:
-    from duckdb import DuckDBPyRelation
 
 log = logging.getLogger(__name__)
 
@@ -205,7 +202,6 @@ def _write(
     directory: Path,
     prefix: str,
 ) -> ExportedTable:
-    engine.load_relational_api()
     target = directory / table.name
     for stale in target.glob(f"day=*/{prefix}_*.parquet"):  # left by a failed try of this export
         stale.unlink()
@@ -236,7 +232,7 @@ def _write(
 class _Stream:
     """A relation as an Arrow C stream only: the writer's DuckDB scans it without knowing whose it is."""
 
-    def __init__(self, relation: DuckDBPyRelation) -> None:
+    def __init__(self, relation: duckdb.DuckDBPyRelation) -> None:
         self._relation = relation
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:

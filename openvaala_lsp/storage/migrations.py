@@ -5,7 +5,8 @@ Never edit a released migration: append a new one. `schema_version` records ever
 
 from __future__ import annotations
 
-from openvaala_lsp.storage.engine import duckdb
+import duckdb
+
 from openvaala_lsp.storage.errors import StorageError
 
 _USAGE = """
@@ -480,8 +481,8 @@ V5 += "".join(
     for view, (about, columns) in DOCS.items()
 )
 
-# The journal's record number DuckDB has (`journal.py`); `id` names the file (a copy of the template
-# gets its own at once, `opening.connect_file`), so a journal left beside another file is not replayed.
+# The journal's record number DuckDB has (`journal.py`); `id` names the file, so a journal left beside
+# another file is not replayed.
 V6 = """
 CREATE TABLE storage_journal (id VARCHAR NOT NULL, seq BIGINT NOT NULL);
 INSERT INTO storage_journal VALUES (gen_random_uuid()::VARCHAR, 0);

@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import duckdb
+
 from openvaala_lsp.paths import make_private
-from openvaala_lsp.storage import blobs, journal, template, writer
-from openvaala_lsp.storage.engine import duckdb
+from openvaala_lsp.storage import blobs, journal, writer
 from openvaala_lsp.storage.errors import StorageLockedError, StorageOutOfMemory
 from openvaala_lsp.storage.migrations import migrate
 
@@ -47,16 +48,11 @@ def connect(path: str, config: dict[str, Any], *, read_only: bool = False) -> du
 
 def connect_file(path: str) -> Connections:
     """The connection, the writer's and reader's cursors and the journal of the file at `path`,
-    migrated, with what the journal holds committed; a new file starts as a copy of the migrated
-    template (`storage.template`). A database in memory has no journal."""
-    copied = path != ":memory:" and not os.path.exists(path) and template.copy_to(path)
+    migrated, with what the journal holds committed. A database in memory has no journal."""
     con = connect(path, CONFIG)
     try:
         con.execute("SET GLOBAL TimeZone = 'UTC'")  # views and casts of TIMESTAMPTZ work in UTC
         migrate(con, path)
-        if copied:
-            con.execute("UPDATE schema_version SET applied_at = now() WHERE applied_at IS NULL")
-            con.execute("UPDATE storage_journal SET id = gen_random_uuid()::VARCHAR")  # its own, not the template's
         opened = None
         if path != ":memory:":
             opened = open_journal(con, path)

@@ -9,6 +9,8 @@ import datetime as dt
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import duckdb
+
 from openvaala_lsp.model import (
     Conversation,
     ConversationId,
@@ -43,7 +45,6 @@ from openvaala_lsp.storage.codec import (
     session_from_row,
     turn_from_row,
 )
-from openvaala_lsp.storage.engine import duckdb
 
 Cursor = duckdb.DuckDBPyConnection
 T = TypeVar("T")

@@ -28,8 +28,9 @@ import threading
 from concurrent.futures import Future
 from typing import Any
 
+import duckdb
+
 from openvaala_lsp import compact_json
-from openvaala_lsp.storage.engine import duckdb
 from openvaala_lsp.storage.errors import QueryCancelled, QueryError, StorageError
 from openvaala_lsp.storage.interfaces import MAX_RESULT_BYTES, SqlColumn, SqlResult
 from openvaala_lsp.storage.opening import out_of_memory

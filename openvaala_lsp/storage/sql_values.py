@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from openvaala_lsp.storage.engine import DuckDBPyType
+from duckdb.sqltypes import DuckDBPyType
 
 Convert = Callable[[Any], Any]
 

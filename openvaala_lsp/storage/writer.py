@@ -38,12 +38,12 @@ from concurrent.futures import Future
 from typing import Any
 
 import attrs
+import duckdb
 
 from openvaala_lsp.paths import make_private
 from openvaala_lsp.storage import journal
 from openvaala_lsp.storage.blobs import BlobStore
 from openvaala_lsp.storage.codec import Blob, Row, Table
-from openvaala_lsp.storage.engine import duckdb
 from openvaala_lsp.storage.errors import StorageClosedError, StorageError
 
 log = logging.getLogger(__name__)

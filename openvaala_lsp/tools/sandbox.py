@@ -101,12 +101,6 @@ def known() -> SandboxState | None:
     return _probe() if _probe.cache_info().currsize else None
 
 
-def probe_soon() -> None:
-    """Starts the probe in the background, so whoever asks later (an editor's `initialize`) finds the
-    answer ready instead of waiting for a bwrap process."""
-    threading.Thread(target=state, name="sandbox probe", daemon=True).start()
-
-
 def forget() -> None:
     """Probe again at the next ask (tests change OPENVAALA_BWRAP)."""
     with _probing:
