@@ -1,5 +1,6 @@
-"""The model-stream transport (providers/transport.py) under httpx, against a scripted HTTP server on
-127.0.0.1: bodies in socket-sized pieces, every framing, keep-alive and its failures, timeouts."""
+"""A provider's HTTP under httpx's own transport, against a scripted HTTP server on 127.0.0.1: every
+framing, keep-alive and its failures, timeouts and the connection limit, content coding, TLS, proxies
+from the environment."""
 
 from __future__ import annotations
 
@@ -7,17 +8,25 @@ import asyncio
 import contextlib
 import gzip
 import ssl
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 import trustme
+from fake_provider import text_response
 
-from openvaala_lsp.providers import transport
-from openvaala_lsp.providers.transport import StreamTransport, _Chunked
+from openvaala_lsp.definitions import ModelDefinition
+from openvaala_lsp.model import ModelRef
+from openvaala_lsp.providers import http
+from openvaala_lsp.providers.base import ModelRequest, Provider, ProviderError, TextDelta
+from openvaala_lsp.providers.errors import DeadlineExceeded
+from openvaala_lsp.providers.factory import make_provider
+from openvaala_lsp.providers.http import ProviderTimeouts
+from openvaala_lsp.providers.retry import RetryPolicy
 
 Script = Callable[[int], list[bytes | float | None]]  # per request number: writes, pauses (s), None = close
+PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
 
 
 class ScriptedServer:
@@ -27,7 +36,7 @@ class ScriptedServer:
         self.script = script
         self.connections = 0
         self.requests = 0
-        self.bodies: list[bytes] = []
+        self.heads: list[bytes] = []
         self.server: asyncio.Server | None = None
 
     @property
@@ -42,7 +51,8 @@ class ScriptedServer:
                 head = await reader.readuntil(b"\r\n\r\n")
                 lines = head.lower().split(b"\r\n")
                 length = next((int(line[15:]) for line in lines if line.startswith(b"content-length:")), 0)
-                self.bodies.append(await reader.readexactly(length))
+                await reader.readexactly(length)
+                self.heads.append(head)
                 self.requests += 1
                 for step in self.script(self.requests):
                     if step is None:
@@ -66,12 +76,43 @@ async def scripted(script: Script, tls: ssl.SSLContext | None = None) -> AsyncIt
         server.server.close()
 
 
-def client(url: str, **timeouts: float) -> httpx.AsyncClient:
-    return httpx.AsyncClient(
-        base_url=url,
-        transport=StreamTransport(),
-        timeout=httpx.Timeout(5.0, **timeouts),
+@pytest.fixture(autouse=True)
+def no_proxies(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+    yield
+
+
+class NoWait:
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.delays.append(seconds)
+
+
+def provider(url: str, *, retries: int = 0, sleep: NoWait | None = None, **timeouts: float) -> Provider:
+    definition = ModelDefinition(ref=ModelRef(provider="p", name="m"), api="openai-chat", base_url=url + "/v1")
+    retry = RetryPolicy(max_retries=retries, sleep=sleep or NoWait(), jitter=lambda: 1.0)
+    return make_provider(definition, {}, ProviderTimeouts(**timeouts), retry=retry)
+
+
+async def answer_of(model: Provider) -> str:
+    return "".join(
+        [event.text async for event in model.stream(ModelRequest(model="m")) if isinstance(event, TextDelta)]
     )
+
+
+async def failure_of(model: Provider) -> ProviderError:
+    with pytest.raises(ProviderError) as caught:
+        await answer_of(model)
+    return caught.value
+
+
+def events(text: str) -> list[bytes]:
+    """A whole Chat Completions stream answering `text`, an SSE event a piece."""
+    return [data for _, data in text_response("openai-chat", text).frames]
 
 
 def chunked(*parts: bytes) -> bytes:
@@ -79,184 +120,221 @@ def chunked(*parts: bytes) -> bytes:
 
 
 HEAD_CHUNKED = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
-EVENTS = [b'data: {"n": %d}\n\n' % n for n in range(500)]
 
 
-async def pieces(response: httpx.Response) -> list[bytes]:
-    return [piece async for piece in response.aiter_raw()]
+def answer(text: str) -> bytes:
+    return HEAD_CHUNKED + chunked(*events(text))
 
 
-async def test_a_chunked_stream_comes_up_in_socket_pieces_not_chunk_by_chunk() -> None:
-    async with scripted(lambda n: [HEAD_CHUNKED + chunked(*EVENTS)]) as server, client(server.url) as http:
-        async with http.stream("POST", "/v1/chat", json={"stream": True}) as response:
-            got = await pieces(response)
-    assert response.status_code == 200 and response.headers["content-type"] == "text/event-stream"
-    assert b"".join(got) == b"".join(EVENTS)
-    assert len(got) < len(EVENTS) / 10  # 500 chunks, a handful of reads
-    assert server.bodies == [b'{"stream":true}']
+async def test_every_framing_of_a_stream() -> None:
+    body = b"".join(events("hello world"))
 
-
-@pytest.mark.parametrize("split", [1, 2, 3, 5, 7, 64])
-def test_chunked_decoding_at_any_split(split: int) -> None:
-    body = b"5;ext=1\r\nhello\r\n1 \r\n \r\nB\r\nworld, done\r\n0\r\nx-trailer: 1\r\n\r\n"
-    decoder = _Chunked()
-    out = b"".join(decoder.feed(body[i : i + split]) for i in range(0, len(body), split))
-    assert out == b"hello world, done"
-    assert decoder.done and decoder.clean
-
-
-@pytest.mark.parametrize(
-    "body",
-    [
-        b"zz\r\nhello\r\n0\r\n\r\n",
-        b"5\r\nhelloXX0\r\n\r\n",
-        b"0x5\r\nhello\r\n0\r\n\r\n",
-        b"+5\r\nhello\r\n",
-        b"0_5\r\nhello\r\n",  # int() would take it
-        b"00000000000000005\r\nhello\r\n",  # 17 digits
-        b"\r\nhello\r\n",
-    ],
-    ids=["not hex", "no CRLF after data", "0x prefix", "sign", "underscore", "too long", "empty"],
-)
-def test_malformed_chunked_bodies_are_protocol_errors(body: bytes) -> None:
-    with pytest.raises(httpx.RemoteProtocolError, match="malformed chunked body"):
-        _Chunked().feed(body)
-
-
-async def test_content_length_and_close_delimited_bodies() -> None:
     def script(n: int) -> list[bytes | float | None]:
         if n == 1:
-            return [b"HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\nhello", 0.01, b" world"]
-        return [b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\nuntil", 0.01, b" the close", None]
+            return [b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % len(body) + body[:20], 0.01, body[20:]]
+        if n == 2:
+            return [HEAD_CHUNKED + chunked(*events("one by one"))]
+        return [b"HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n" + body[:30], 0.01, body[30:], None]
 
-    async with scripted(script) as server, client(server.url) as http:
-        first = await http.post("/a", content=b"x")
-        second = await http.post("/b", content=b"y")
-    assert (first.text, second.text) == ("hello world", "until the close")
-    assert server.connections == 1  # the length-delimited answer left the connection reusable
+    async with scripted(script) as server:
+        model = provider(server.url)
+        assert [await answer_of(model) for _ in range(3)] == ["hello world", "one by one", "hello world"]
+        await model.aclose()
+    assert server.connections == 1  # the length-delimited and chunked answers left the connection reusable
 
 
-async def test_keep_alive_serves_many_requests_on_one_connection() -> None:
-    async with scripted(lambda n: [HEAD_CHUNKED + chunked(b"answer %d" % n)]) as server, client(server.url) as http:
-        texts = [(await http.post("/v1/chat", json={"n": n})).text for n in range(1, 6)]
-    assert texts == [f"answer {n}" for n in range(1, 6)]
+async def test_keep_alive_serves_many_calls_on_one_connection() -> None:
+    async with scripted(lambda n: [answer(f"answer {n}")]) as server:
+        model = provider(server.url)
+        assert [await answer_of(model) for _ in range(5)] == [f"answer {n}" for n in range(1, 6)]
+        await model.aclose()
     assert (server.connections, server.requests) == (1, 5)
 
 
 async def test_a_connection_the_server_closed_while_idle_is_replaced() -> None:
     # no `connection: close`: the client only learns of the close from the socket
-    async with scripted(lambda n: [HEAD_CHUNKED + chunked(b"answer %d" % n), 0.01, None]) as server:
-        async with client(server.url) as http:
-            first = await http.post("/v1/chat", content=b"1")
-            await asyncio.sleep(0.05)
-            second = await http.post("/v1/chat", content=b"2")
-    assert (first.text, second.text) == ("answer 1", "answer 2")
+    async with scripted(lambda n: [answer(f"answer {n}"), 0.01, None]) as server:
+        model = provider(server.url)
+        first = await answer_of(model)
+        await asyncio.sleep(0.05)
+        second = await answer_of(model)
+        await model.aclose()
+    assert (first, second) == ("answer 1", "answer 2")
     assert server.connections == 2
 
 
-async def test_a_request_the_server_hangs_up_on_when_reused_is_sent_again_on_a_new_connection() -> None:
+async def test_a_call_the_server_hangs_up_on_when_its_connection_is_reused_is_retried() -> None:
     # the race every keep-alive client meets: the server closes an idle connection as a request goes out
     def script(n: int) -> list[bytes | float | None]:
-        return [None] if n == 2 else [HEAD_CHUNKED + chunked(b"answer %d" % n)]
+        return [None] if n == 2 else [answer(f"answer {n}")]
 
-    async with scripted(script) as server, client(server.url) as http:
-        assert (await http.post("/v1/chat", content=b"1")).text == "answer 1"
-        assert (await http.post("/v1/chat", content=b"2")).text == "answer 3"
-    assert (server.connections, server.bodies) == (2, [b"1", b"2", b"2"])
+    sleep = NoWait()
+    async with scripted(script) as server:
+        model = provider(server.url, retries=2, sleep=sleep)
+        assert await answer_of(model) == "answer 1"
+        assert await answer_of(model) == "answer 3"  # the retry policy sends it again, on a new connection
+        await model.aclose()
+    assert (server.connections, server.requests, sleep.delays) == (2, 3, [0.5])
 
 
-async def test_a_new_connection_hung_up_on_is_an_error_not_a_retry() -> None:
-    async with scripted(lambda n: [None]) as server, client(server.url) as http:
-        with pytest.raises(httpx.RemoteProtocolError, match="without sending a response"):
-            await http.post("/v1/chat", content=b"1")
+async def test_a_server_that_hangs_up_without_answering_is_a_connection_error() -> None:
+    async with scripted(lambda n: [None]) as server:
+        failure = await failure_of(provider(server.url))
+    assert (failure.kind, failure.retryable) == ("connection", True)
+    assert "Server disconnected without sending a response" in failure.message
     assert server.requests == 1
 
 
-async def test_a_truncated_stream_is_a_protocol_error_and_its_connection_is_dropped() -> None:
+async def test_a_truncated_stream_is_a_lost_connection_and_the_next_call_gets_a_new_one() -> None:
     def script(n: int) -> list[bytes | float | None]:
         if n == 1:
-            return [HEAD_CHUNKED + b"5\r\nhel", None]
-        return [HEAD_CHUNKED + chunked(b"fine")]
+            return [HEAD_CHUNKED + chunked(*events("fine"))[:-30], None]
+        return [answer("fine")]
 
-    async with scripted(script) as server, client(server.url) as http:
-        with pytest.raises(httpx.RemoteProtocolError, match="complete message body"):
-            await http.post("/v1/chat", content=b"1")
-        assert (await http.post("/v1/chat", content=b"2")).text == "fine"
-    assert server.connections == 2
-
-
-async def test_a_body_left_early_closes_its_connection() -> None:
-    def script(n: int) -> list[bytes | float | None]:
-        if n == 1:
-            return [HEAD_CHUNKED + b"5\r\nfirst\r\n", 0.2, chunked(b" rest")]
-        return [HEAD_CHUNKED + chunked(b"next")]
-
-    async with scripted(script) as server, client(server.url) as http:
-        async with http.stream("POST", "/v1/chat", content=b"1") as response:
-            async for piece in response.aiter_raw():
-                assert piece == b"first"
-                break
-        assert (await http.post("/v1/chat", content=b"2")).text == "next"
+    async with scripted(script) as server:
+        model = provider(server.url)
+        failure = await failure_of(model)
+        assert await answer_of(model) == "fine"
+        await model.aclose()
+    assert failure.kind == "connection" and failure.message.startswith("connection lost mid-stream")
     assert server.connections == 2
 
 
 async def test_no_answer_within_the_read_timeout() -> None:
-    async with scripted(lambda n: [5.0]) as server, client(server.url, read=0.1) as http:
-        with pytest.raises(httpx.ReadTimeout):
-            await http.post("/v1/chat", content=b"1")
+    async with scripted(lambda n: [5.0]) as server:
+        failure = await failure_of(provider(server.url, read=0.1))
+    assert isinstance(failure, DeadlineExceeded) and failure.deadline == "read"
 
 
 async def test_a_silent_stream_hits_the_read_timeout() -> None:
-    silent: list[bytes | float | None] = [HEAD_CHUNKED + b"5\r\nfirst\r\n", 5.0]
-    async with scripted(lambda n: silent) as server, client(server.url, read=0.1) as http:
-        async with http.stream("POST", "/v1/chat", content=b"1") as response:
-            with pytest.raises(httpx.ReadTimeout):
-                await pieces(response)
+    silent: list[bytes | float | None] = [HEAD_CHUNKED + chunked(*events("x")[:2])[:-5], 5.0]
+    async with scripted(lambda n: silent) as server:
+        failure = await failure_of(provider(server.url, read=0.1))
+    assert isinstance(failure, DeadlineExceeded) and failure.deadline == "read"
 
 
 async def test_a_refused_connection() -> None:
     async with scripted(lambda n: []) as server:
         url = server.url
-    async with client(url) as http:  # the server is gone
-        with pytest.raises(httpx.ConnectError):
-            await http.post("/v1/chat", content=b"1")
+    failure = await failure_of(provider(url))  # the server is gone
+    assert failure.kind == "connection" and "ConnectError" in failure.message
 
 
-async def test_content_encoding_is_decoded_by_httpx_above_the_transport() -> None:
-    packed = gzip.compress(b"compressed answer")
+async def test_calls_past_the_connection_limit_wait_for_the_pool_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(http, "LIMITS", httpx.Limits(max_connections=1))
+    held = asyncio.Event()
+
+    def script(n: int) -> list[bytes | float | None]:
+        return [HEAD_CHUNKED + chunked(*events("x")[:2])[:-5], 5.0] if n == 1 else []  # the text, then nothing
+
+    async with scripted(script) as server:
+        model = provider(server.url, pool=0.1)
+
+        async def hold() -> None:
+            async for _ in model.stream(ModelRequest(model="m")):
+                held.set()
+
+        holding = asyncio.create_task(hold())
+        await held.wait()
+        failure = await failure_of(model)
+        holding.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await holding
+        await model.aclose()
+    assert isinstance(failure, DeadlineExceeded) and failure.deadline == "pool"
+    assert server.requests == 1
+
+
+async def test_content_coding_is_decoded() -> None:
+    packed = gzip.compress(b"".join(events("compressed answer")))
     head = b"HTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\ncontent-length: %d\r\n\r\n" % len(packed)
-    async with scripted(lambda n: [head + packed]) as server, client(server.url) as http:
-        assert (await http.post("/v1/chat", content=b"1")).text == "compressed answer"
+    async with scripted(lambda n: [head + packed]) as server:
+        assert await answer_of(provider(server.url)) == "compressed answer"
 
 
-async def test_tls_verified_against_the_certificates_httpx_would_trust(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def certificates(tmp_path: Path) -> tuple[ssl.SSLContext, Path]:
+    """The server's TLS, with a certificate signed by nobody this machine trusts, and that signer's file."""
     authority = trustme.CA()
     server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     authority.issue_cert("127.0.0.1").configure_cert(server_tls)
-    async with scripted(lambda n: [HEAD_CHUNKED + chunked(*EVENTS)], tls=server_tls) as server:
+    authority.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    return server_tls, tmp_path / "ca.pem"
+
+
+async def test_tls_verified_against_the_certificates_httpx_trusts(
+    certificates: tuple[ssl.SSLContext, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server_tls, authority = certificates
+    async with scripted(lambda n: [answer(f"secret {n}")], tls=server_tls) as server:
         url = server.url.replace("http://", "https://")
-        async with client(url) as http:  # the certificate is signed by nobody this machine trusts
-            with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
-                await http.post("/v1/chat", content=b"1")
-        authority.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
-        monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "ca.pem"))  # as httpx's own transport reads it
-        async with client(url) as http:
-            async with http.stream("POST", "/v1/chat", content=b"2") as response:
-                got = await pieces(response)
-            assert b"".join(got) == b"".join(EVENTS)
-            assert (await http.post("/v1/chat", content=b"3")).status_code == 200
+        failure = await failure_of(provider(url))
+        assert failure.kind == "connection" and "CERTIFICATE_VERIFY_FAILED" in failure.message
+        monkeypatch.setenv("SSL_CERT_FILE", str(authority))  # as httpx reads it
+        model = provider(url)
+        assert [await answer_of(model), await answer_of(model)] == ["secret 1", "secret 2"]
+        await model.aclose()
     assert server.connections == 1  # one connection kept alive for both (the refused one never got past TLS)
 
 
-def test_a_proxied_origin_keeps_httpx_transport(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
-        monkeypatch.delenv(name, raising=False)
-        monkeypatch.delenv(name.upper(), raising=False)
-    assert isinstance(transport.for_url("https://api.openai.com/v1"), StreamTransport)
-    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:3128")
-    monkeypatch.setenv("NO_PROXY", "localhost,127.0.0.1")
-    assert transport.for_url("https://api.openai.com/v1") is None  # httpx reads and honours the proxy
-    assert isinstance(transport.for_url("http://127.0.0.1:8080/v1"), StreamTransport)
-    assert isinstance(transport.for_url("https://127.0.0.1:8080/v1"), StreamTransport)
+class Proxy:
+    """An HTTP proxy: a CONNECT tunnel to the origin asked for, or a plain request forwarded to the origin."""
+
+    def __init__(self) -> None:
+        self.heads: list[bytes] = []
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        self.heads.append(head)
+        method, target, _ = head.split(b" ", 2)
+        authority = target if method == b"CONNECT" else httpx.URL(target.decode()).netloc
+        host, port = authority.decode().rsplit(":", 1)
+        origin_reader, origin_writer = await asyncio.open_connection(host, int(port))
+        if method == b"CONNECT":
+            writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        else:
+            origin_writer.write(head)
+        await asyncio.gather(self.pipe(reader, origin_writer), self.pipe(origin_reader, writer))
+
+    @staticmethod
+    async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError):
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        writer.close()
+
+
+@contextlib.asynccontextmanager
+async def proxy() -> AsyncIterator[tuple[Proxy, str]]:
+    proxied = Proxy()
+    server = await asyncio.start_server(proxied.handle, "127.0.0.1", 0)
+    try:
+        yield proxied, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    finally:
+        server.close()
+
+
+async def test_a_proxy_from_the_environment_and_no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    async with scripted(lambda n: [answer(f"answer {n}")]) as server, proxy() as (proxied, proxy_url):
+        monkeypatch.setenv("HTTP_PROXY", proxy_url)
+        assert await answer_of(provider(server.url)) == "answer 1"
+        assert proxied.heads[0].startswith(b"POST " + server.url.encode() + b"/v1/chat/completions HTTP/1.1")
+        monkeypatch.setenv("NO_PROXY", "localhost,127.0.0.1")
+        assert await answer_of(provider(server.url)) == "answer 2"
+    assert len(proxied.heads) == 1
+
+
+async def test_tls_through_a_proxy_is_verified_the_same(
+    certificates: tuple[ssl.SSLContext, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server_tls, authority = certificates
+    async with scripted(lambda n: [answer("tunnelled")], tls=server_tls) as server, proxy() as (proxied, proxy_url):
+        url = server.url.replace("http://", "https://")
+        monkeypatch.setenv("HTTPS_PROXY", proxy_url)
+        failure = await failure_of(provider(url))
+        assert failure.kind == "connection" and "CERTIFICATE_VERIFY_FAILED" in failure.message
+        monkeypatch.setenv("SSL_CERT_FILE", str(authority))
+        assert await answer_of(provider(url)) == "tunnelled"
+    authority_line = b"CONNECT " + url.removeprefix("https://").encode()
+    assert [head.split(b" HTTP/")[0] for head in proxied.heads] == [authority_line, authority_line]

@@ -98,56 +98,11 @@ class Completed(FieldRepr):
 StreamEvent = TextDelta | ReasoningDelta | ReasoningDone | ToolCallStarted | ToolCallDelta | ToolCallDone | Completed
 
 
-# a merged delta grows to this many characters at most (one piece longer passes as it is): an editor
-# that stops reading is dropped once it holds too many events, which then stay this small
-MERGED_CHARS = 2048
-
-
-def merge_deltas(events: list[StreamEvent]) -> list[StreamEvent]:
-    """`events` with each run of deltas that continue one another (text, reasoning, one tool call's
-    arguments) as one delta of their joined pieces, up to `MERGED_CHARS`: what a consumer does per
-    event (append to the item, publish the change, tell the editor) is then done once per run, not
-    once per piece. The other events, the order of all and every piece's text stay as they were;
-    the translator's events are not changed (a run becomes a new event)."""
-    merged: list[StreamEvent] = []
-    run: list[str] = []  # the pieces of the run that ends `merged`, once it has two
-    size = 0  # characters in that run
-    for event in events:
-        piece = delta_text(event)
-        if merged and size + len(piece) <= MERGED_CHARS and _continues(merged[-1], event):
-            if not run:
-                run.append(delta_text(merged[-1]))
-            run.append(piece)
-            size += len(piece)
-            continue
-        if run:
-            merged[-1] = _joined(merged[-1], run)
-            run = []
-        merged.append(event)
-        size = len(piece)
-    if run:
-        merged[-1] = _joined(merged[-1], run)
-    return merged
-
-
-def _continues(last: StreamEvent, event: StreamEvent) -> bool:
-    if isinstance(event, ToolCallDelta):
-        return isinstance(last, ToolCallDelta) and last.index == event.index
-    return type(event) is type(last) and isinstance(event, (TextDelta, ReasoningDelta))
-
-
 def delta_text(event: StreamEvent) -> str:
     """What a delta adds (its text, or its piece of a tool call's arguments); "" for other events."""
     if isinstance(event, ToolCallDelta):
         return event.arguments
     return event.text if isinstance(event, (TextDelta, ReasoningDelta)) else ""
-
-
-def _joined(first: StreamEvent, pieces: list[str]) -> StreamEvent:
-    text = "".join(pieces)
-    if isinstance(first, ToolCallDelta):
-        return ToolCallDelta(index=first.index, arguments=text)
-    return ReasoningDelta(text=text) if isinstance(first, ReasoningDelta) else TextDelta(text=text)
 
 
 class ProviderError(Exception):

@@ -1,5 +1,7 @@
-"""Shared transport policy of every provider: one long-lived httpx client, retries before the stream
-starts, typed deadlines while it runs, and the connection closed the moment the consumer goes away.
+"""Shared transport policy of every provider: one long-lived httpx client on httpx's own transport
+(its connection pool and limits, keep-alive, proxies from the environment, TLS verification),
+retries before the stream starts, typed deadlines while it runs, and the connection closed the
+moment the consumer goes away.
 
 A dialect supplies a frame decoder (SSE or NDJSON) and a translator from frames to `StreamEvent`s;
 `StreamingHttp.stream_events` does the rest.
@@ -19,8 +21,7 @@ import httpx
 
 from openvaala_lsp import compact_json
 from openvaala_lsp.fieldrepr import FieldRepr
-from openvaala_lsp.providers import transport as stream_transport
-from openvaala_lsp.providers.base import ProviderError, StreamEvent, merge_deltas
+from openvaala_lsp.providers.base import ProviderError, StreamEvent
 from openvaala_lsp.providers.errors import (
     AUTHENTICATION,
     CONNECTION,
@@ -38,6 +39,9 @@ USER_AGENT = "openvaala-lsp"
 _MAX_ERROR_BODY = 64 * 1024
 _DRAIN_SECONDS = 2.0  # after the terminal event, how long to wait for the body's end to keep the connection
 _JSON = {"content-type": "application/json"}
+# per endpoint: the calls streaming at once (a call beyond waits up to `ProviderTimeouts.pool`), and the
+# idle connections kept for the next call
+LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=5.0)
 
 F = TypeVar("F")
 F_co = TypeVar("F_co", covariant=True)
@@ -136,8 +140,10 @@ class StreamingHttp:
             headers={"user-agent": USER_AGENT, **headers},
             auth=auth,
             timeout=timeouts.httpx_timeout(),
-            transport=transport or stream_transport.for_url(base_url),
-            # plain HTTP (a local model) needs no certificates: loading them costs a first turn ~30 ms
+            limits=LIMITS,
+            transport=transport,  # tests' MockTransport; None: httpx's, with a proxy's where the environment says
+            # a plain-HTTP origin (a local model) has no TLS on any path (httpcore verifies an HTTPS proxy
+            # itself): loading the certificates would cost its first turn ~25 ms
             verify=not base_url.startswith("http://"),
         )
 
@@ -216,7 +222,7 @@ class StreamingHttp:
         chunks = opened.response.aiter_bytes()
         deadline = _Deadline(loop, opened.first_event_deadline)
         deadline_name = "firstEvent"
-        end_of_body = completed = started = False
+        completed = end_of_body = False
         try:
             while not completed and not end_of_body:
                 try:
@@ -239,40 +245,19 @@ class StreamingHttp:
                     ) from None
                 except FrameTooLarge as exc:
                     raise ProviderError(STREAM_ERROR, str(exc)) from None
-                # a read's deltas go out merged (`merge_deltas`): a model streaming faster than the
-                # turn takes its deltas one by one left it a backlog; only the answer's first events
-                # go out before the rest of their read is translated
-                events: list[StreamEvent] = []
-                progressed = False
-                failure: ProviderError | None = None  # raised once what came before it is out
                 for frame in frames:
                     if translator.is_keepalive(frame):
                         continue
-                    progressed = True
-                    try:
-                        events += translator.feed(frame)
-                    except ProviderError as exc:
-                        failure = exc
+                    events = translator.feed(frame)
+                    deadline.pause()  # the consumer's own pace never counts as idle
+                    for event in events:
+                        yield event
+                    completed = translator.finished
+                    if completed:
                         break
-                    if translator.finished:
-                        completed = True
-                        break
-                    if events and not started:
-                        started = True
-                        deadline.pause()  # the consumer's own pace never counts as idle
-                        for event in events:
-                            yield event
-                        events = []
-                if not progressed:
-                    continue
-                deadline.pause()
-                for event in merge_deltas(events):
-                    yield event
-                if failure is not None:
-                    raise failure
-                # Measured from when the consumer asked for more.
-                deadline.move(loop.time() + self._timeouts.idle)
-                deadline_name = "idle"
+                    # Measured from when the consumer asked for more.
+                    deadline.move(loop.time() + self._timeouts.idle)
+                    deadline_name = "idle"
         finally:
             deadline.close()
         if not completed:

@@ -13,7 +13,6 @@ from fake_provider import ChatStream, FakeProviderServer, RecordedRequest, error
 from harness import Harness
 from turn_helpers import API_KEY, USAGE, Session, text_of
 
-from openvaala_lsp.providers.transport import READ_SIZE
 from openvaala_lsp.runtime import turns
 
 
@@ -281,8 +280,8 @@ async def test_a_long_answer_waits_for_the_turn_s_start_commit_after_reading_a_l
     agent: Harness, provider: FakeProviderServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Reading a long answer on would starve the commit its events wait for (the storage's writer
-    thread needs the GIL): the turn reads a little ahead (`READ_AHEAD_CHARS`, and the rest of the
-    socket read that went past it: a read's deltas come as one), then waits."""
+    thread needs the GIL): the turn reads a little ahead (`READ_AHEAD_CHARS`, and the delta that went
+    past it), then waits."""
     whole = "".join(f"{n:05d} {'x' * 34}" for n in range(5000))  # 200,000 characters
     stream = ChatStream().text(*(whole[at : at + 40] for at in range(0, len(whole), 40)))
     provider.enqueue("openai-chat", stream.finish(usage=USAGE).response())
@@ -295,7 +294,7 @@ async def test_a_long_answer_waits_for_the_turn_s_start_commit_after_reading_a_l
         late = await Session.open(agent, session.id)
         [answer] = late.snapshot["streamingItems"]
         read = text_of(answer["item"])
-        assert 0 < len(read) <= turns.READ_AHEAD_CHARS + READ_SIZE
+        assert 0 < len(read) <= turns.READ_AHEAD_CHARS + 40
         assert whole.startswith(read)
     finally:
         gate.set()
