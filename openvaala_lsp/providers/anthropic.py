@@ -7,7 +7,6 @@ tool results become `tool_result` blocks of a user message; usage in `message_de
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import attrs
@@ -25,8 +24,7 @@ from openvaala_lsp.providers.base import (
     ToolCallDelta,
 )
 from openvaala_lsp.providers.errors import stream_error
-from openvaala_lsp.providers.http import StreamingHttp
-from openvaala_lsp.providers.sse import SSEDecoder, SSEEvent
+from openvaala_lsp.providers.sse import SSEEvent
 from openvaala_lsp.providers.wire import (
     PendingCall,
     arguments_object,
@@ -265,16 +263,3 @@ class MessagesTranslator:
         events.append(Completed(finish_reason=_STOP_REASONS.get(reason, reason), usage=reported))
         self.finished = True
         return events
-
-
-class AnthropicProvider:
-    def __init__(self, http: StreamingHttp, *, default_max_tokens: int = DEFAULT_MAX_TOKENS) -> None:
-        self._http = http
-        self._default_max_tokens = default_max_tokens
-
-    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        body = messages_body(request, default_max_tokens=self._default_max_tokens)
-        return self._http.stream_events(PATH, body, SSEDecoder(), MessagesTranslator())
-
-    async def aclose(self) -> None:
-        await self._http.aclose()

@@ -1,22 +1,22 @@
-"""Building a provider from a ModelDefinition."""
+"""Building a provider from a ModelDefinition: the one place that puts a dialect (its module here
+gives the path, the request body and the translator of its stream) on an `HttpProvider`."""
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import httpx
 
 from openvaala_lsp.definitions import MODEL_APIS, ModelDefinition
-from openvaala_lsp.providers.anthropic import API_VERSION, DEFAULT_MAX_TOKENS, AnthropicProvider
-from openvaala_lsp.providers.base import Provider, ProviderError
+from openvaala_lsp.providers import anthropic, ollama, openai_chat, openai_completions, openai_responses
+from openvaala_lsp.providers.base import ModelRequest, Provider, ProviderError
 from openvaala_lsp.providers.errors import AUTHENTICATION, BAD_REQUEST
-from openvaala_lsp.providers.http import EnvApiKey, ProviderTimeouts, StreamingHttp
-from openvaala_lsp.providers.ollama import OllamaProvider
-from openvaala_lsp.providers.openai_chat import OpenAIChatProvider
-from openvaala_lsp.providers.openai_completions import OpenAICompletionsProvider
-from openvaala_lsp.providers.openai_responses import OpenAIResponsesProvider
+from openvaala_lsp.providers.http import EnvApiKey, FrameDecoder, HttpProvider, ProviderTimeouts, Translator
 from openvaala_lsp.providers.retry import RetryPolicy
+from openvaala_lsp.providers.sse import NDJSONDecoder, SSEDecoder
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
@@ -28,7 +28,9 @@ DEFAULT_BASE_URLS = {
     "anthropic": ANTHROPIC_BASE_URL,
     "ollama": OLLAMA_BASE_URL,
 }
-_SSE_ACCEPT = {"accept": "text/event-stream"}
+_SSE = {"accept": "text/event-stream"}
+_NDJSON = {"accept": "application/x-ndjson"}
+F = TypeVar("F")
 
 
 def make_provider(
@@ -51,8 +53,18 @@ def make_provider(
     environ = os.environ if environ is None else environ
     auth = _auth(definition, environ)
 
-    def http(headers: Mapping[str, str]) -> StreamingHttp:
-        return StreamingHttp(
+    def http(
+        path: str,
+        body: Callable[[ModelRequest], dict[str, Any]],
+        decoder: Callable[[], FrameDecoder[F]],
+        translator: Callable[[], Translator[F]],
+        headers: Mapping[str, str] = _SSE,
+    ) -> Provider:
+        return HttpProvider(
+            path=path,
+            body=body,
+            decoder=decoder,
+            translator=translator,
             base_url=base_url,
             headers=headers,
             auth=auth,
@@ -65,27 +77,35 @@ def make_provider(
         # OpenAI's reasoning models reject the legacy max_tokens; compatible servers only know it.
         official = httpx.URL(base_url).host == httpx.URL(OPENAI_BASE_URL).host
         field = "max_completion_tokens" if official else "max_tokens"
-        return OpenAIChatProvider(http(_SSE_ACCEPT), max_tokens_field=field)
+        chat_body = functools.partial(openai_chat.chat_body, max_tokens_field=field)
+        return http(openai_chat.PATH, chat_body, SSEDecoder, openai_chat.ChatTranslator)
     if api == "openai-responses":
-        return OpenAIResponsesProvider(http(_SSE_ACCEPT))
-    if api == "openai-completions":
-        return OpenAICompletionsProvider(http(_SSE_ACCEPT))
-    if api == "anthropic":
-        return AnthropicProvider(
-            http({**_SSE_ACCEPT, "anthropic-version": API_VERSION}),
-            default_max_tokens=definition.max_output_tokens or DEFAULT_MAX_TOKENS,
+        return http(
+            openai_responses.PATH, openai_responses.responses_body, SSEDecoder, openai_responses.ResponsesTranslator
         )
-    return OllamaProvider(http({"accept": "application/x-ndjson"}))
+    if api == "openai-completions":
+        return http(
+            openai_completions.PATH,
+            openai_completions.completion_body,
+            SSEDecoder,
+            openai_completions.CompletionTranslator,
+        )
+    if api == "anthropic":
+        max_tokens = definition.max_output_tokens or anthropic.DEFAULT_MAX_TOKENS
+        messages_body = functools.partial(anthropic.messages_body, default_max_tokens=max_tokens)
+        headers = {**_SSE, "anthropic-version": anthropic.API_VERSION}
+        return http(anthropic.PATH, messages_body, SSEDecoder, anthropic.MessagesTranslator, headers)
+    return http(ollama.PATH, ollama.ollama_body, NDJSONDecoder, ollama.ChatLineTranslator, _NDJSON)
 
 
 def _auth(definition: ModelDefinition, environ: Mapping[str, str]) -> EnvApiKey | None:
-    anthropic = definition.api == "anthropic"
+    is_anthropic = definition.api == "anthropic"
     if definition.api_key_env:
         auth = EnvApiKey(
             definition.api_key_env,
             environ,
-            header="x-api-key" if anthropic else "authorization",
-            bearer=not anthropic,
+            header="x-api-key" if is_anthropic else "authorization",
+            bearer=not is_anthropic,
         )
         auth.require()  # fail at setup, naming the variable, rather than at the first turn
         return auth

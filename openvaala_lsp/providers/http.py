@@ -3,8 +3,8 @@
 retries before the stream starts, typed deadlines while it runs, and the connection closed the
 moment the consumer goes away.
 
-A dialect supplies a frame decoder (SSE or NDJSON) and a translator from frames to `StreamEvent`s;
-`StreamingHttp.stream_events` does the rest.
+A dialect supplies its path, its request body, a frame decoder (SSE or NDJSON) and a translator from
+frames to `StreamEvent`s (factory.py puts them together); `HttpProvider` does the rest.
 """
 
 from __future__ import annotations
@@ -13,15 +13,15 @@ import asyncio
 import contextlib
 import logging
 import math
-from collections.abc import AsyncGenerator, AsyncIterator, Generator, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Mapping, Sequence
+from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
 import httpx
 
 from openvaala_lsp import compact_json
 from openvaala_lsp.fieldrepr import FieldRepr
-from openvaala_lsp.providers.base import ProviderError, StreamEvent
+from openvaala_lsp.providers.base import ModelRequest, ProviderError, StreamEvent
 from openvaala_lsp.providers.errors import (
     AUTHENTICATION,
     CONNECTION,
@@ -119,12 +119,17 @@ class _Opened(FieldRepr):
     first_event_deadline: float  # loop time
 
 
-class StreamingHttp:
-    """One httpx.AsyncClient for one provider endpoint, for the provider's lifetime."""
+class HttpProvider(Generic[F]):
+    """A `Provider` of one model API, over one httpx.AsyncClient for the provider's lifetime: a call
+    posts `body(request)` to `path` and reads the answer with a new `decoder()` and `translator()`."""
 
     def __init__(
         self,
         *,
+        path: str,
+        body: Callable[[ModelRequest], dict[str, Any]],
+        decoder: Callable[[], FrameDecoder[F]],
+        translator: Callable[[], Translator[F]],
         base_url: str,
         headers: Mapping[str, str],
         auth: EnvApiKey | None,
@@ -132,6 +137,10 @@ class StreamingHttp:
         retry: RetryPolicy,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
+        self._path = path
+        self._body = body
+        self._decoder = decoder
+        self._translator = translator
         self._auth = auth
         self._timeouts = timeouts
         self._retry = retry
@@ -150,13 +159,11 @@ class StreamingHttp:
     async def aclose(self) -> None:
         await self._client.aclose()
 
-    async def stream_events(
-        self, path: str, body: dict[str, Any], decoder: FrameDecoder[F], translator: Translator[F]
-    ) -> AsyncIterator[StreamEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         try:
             async with (
-                self._open(path, body) as opened,
-                contextlib.aclosing(self._pump(opened, decoder, translator)) as events,
+                self._open(self._body(request)) as opened,
+                contextlib.aclosing(self._pump(opened, self._decoder(), self._translator())) as events,
             ):
                 async for event in events:
                     yield event
@@ -170,7 +177,7 @@ class StreamingHttp:
             error.args = (error.message,)
 
     @contextlib.asynccontextmanager
-    async def _open(self, path: str, body: dict[str, Any]) -> AsyncIterator[_Opened]:
+    async def _open(self, body: dict[str, Any]) -> AsyncIterator[_Opened]:
         """Sends the request until a 2xx response arrives, retrying per the RetryPolicy. The
         connection of a failed attempt is closed before the backoff sleep."""
         loop = asyncio.get_running_loop()
@@ -183,7 +190,7 @@ class StreamingHttp:
                 try:
                     async with asyncio.timeout_at(deadline):
                         response = await stack.enter_async_context(
-                            self._client.stream("POST", path, content=compact_json.dumps(body), headers=_JSON)
+                            self._client.stream("POST", self._path, content=compact_json.dumps(body), headers=_JSON)
                         )
                 except TimeoutError:
                     error: ProviderError = DeadlineExceeded("firstEvent", self._timeouts.first_event)

@@ -6,7 +6,6 @@ appear inside a 200 stream.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 from openvaala_lsp.model import TokenUsage
@@ -19,11 +18,10 @@ from openvaala_lsp.providers.base import (
     TextDelta,
 )
 from openvaala_lsp.providers.errors import stream_error
-from openvaala_lsp.providers.http import StreamingHttp
-from openvaala_lsp.providers.sse import NDJSONDecoder
 from openvaala_lsp.providers.wire import (
     PendingCall,
     arguments_object,
+    function_tools,
     has_any,
     integer,
     joined_text,
@@ -46,13 +44,7 @@ def ollama_body(request: ModelRequest) -> dict[str, Any]:
     messages.extend(_message(message) for message in request.messages)
     body: dict[str, Any] = {"model": request.model, "messages": messages, "stream": True}
     if request.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters},
-            }
-            for tool in request.tools
-        ]
+        body["tools"] = function_tools(request.tools)
     if request.max_output_tokens:
         body["options"] = {"num_predict": request.max_output_tokens}
     effort = request.reasoning_effort
@@ -143,14 +135,3 @@ class ChatLineTranslator:
             reason = "tool_calls"
         reported = ollama_usage(final) if has_any(final, "prompt_eval_count", "eval_count") else None
         return Completed(finish_reason=reason, usage=reported)
-
-
-class OllamaProvider:
-    def __init__(self, http: StreamingHttp) -> None:
-        self._http = http
-
-    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        return self._http.stream_events(PATH, ollama_body(request), NDJSONDecoder(), ChatLineTranslator())
-
-    async def aclose(self) -> None:
-        await self._http.aclose()

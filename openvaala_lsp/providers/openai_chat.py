@@ -10,7 +10,6 @@ assistant tool-call turns carry `content: ""` because llama-cpp-python rejects n
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 from openvaala_lsp.model import TokenUsage
@@ -24,20 +23,19 @@ from openvaala_lsp.providers.base import (
     ToolCallDelta,
 )
 from openvaala_lsp.providers.errors import stream_error
-from openvaala_lsp.providers.http import StreamingHttp
-from openvaala_lsp.providers.sse import SSEDecoder, SSEEvent
+from openvaala_lsp.providers.sse import SSEEvent
 from openvaala_lsp.providers.wire import (
     PendingCall,
     data_url,
-    has_any,
+    function_tools,
     has_images,
     integer,
     joined_text,
     load_object,
     obj,
+    openai_usage,
     string,
     text_with_image_notes,
-    usage,
 )
 
 PATH = "/chat/completions"
@@ -57,13 +55,7 @@ def chat_body(request: ModelRequest, *, max_tokens_field: str = "max_tokens") ->
         "stream_options": {"include_usage": True},
     }
     if request.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters},
-            }
-            for tool in request.tools
-        ]
+        body["tools"] = function_tools(request.tools)
     if request.max_output_tokens:
         body[max_tokens_field] = request.max_output_tokens
     if request.reasoning_effort:
@@ -98,25 +90,13 @@ def _message(message: Message) -> dict[str, Any]:
     return {"role": message.role, "content": joined_text(message.content)}
 
 
-def chat_usage(raw: dict[str, Any]) -> TokenUsage:
-    prompt_details = obj(raw, "prompt_tokens_details")
-    completion_details = obj(raw, "completion_tokens_details")
-    return usage(
-        input_tokens=integer(raw, "prompt_tokens"),
-        cached=integer(prompt_details, "cached_tokens"),
-        cache_write=integer(prompt_details, "cache_write_tokens"),
-        output_tokens=integer(raw, "completion_tokens"),
-        reasoning=integer(completion_details, "reasoning_tokens"),
-    )
-
-
-class ChatTranslator:
-    """Chat Completions chunks to StreamEvents; `data: [DONE]` is the terminal event."""
+class ChunkTranslator:
+    """What Chat Completions and Completions streams share: each chunk's `choices` (the first is
+    read, by `_choice`), usage in a chunk of its own, an error as an `error` event or field, and
+    `data: [DONE]` as the terminal event (`_complete`)."""
 
     def __init__(self) -> None:
         self.finished = False
-        self._calls: dict[int, PendingCall] = {}  # by the server's index
-        self._ordered: list[PendingCall] = []
         self._finish_reason: str | None = None
         self._usage: TokenUsage | None = None
 
@@ -125,22 +105,38 @@ class ChatTranslator:
 
     def feed(self, frame: SSEEvent) -> list[StreamEvent]:
         if frame.event not in ("message", "error"):
-            return []  # named events are not part of this dialect
+            return []  # named events are not part of these dialects
         data = frame.data.strip()
         if data == "[DONE]":
+            self.finished = True
             return self._complete()
         chunk = load_object(data)
         if frame.event == "error" or chunk.get("error") is not None:
             raise stream_error(chunk)
-        raw_usage = chunk.get("usage")
-        if has_any(raw_usage, "prompt_tokens", "completion_tokens") and isinstance(raw_usage, dict):
-            self._usage = chat_usage(raw_usage)
+        reported = openai_usage(chunk.get("usage"), "prompt", "completion")
+        if reported is not None:
+            self._usage = reported
         events: list[StreamEvent] = []
         choices = chunk.get("choices")
         for choice in choices if isinstance(choices, list) else []:
             if isinstance(choice, dict) and integer(choice, "index") == 0:
                 self._choice(choice, events)
         return events
+
+    def _choice(self, choice: dict[str, Any], events: list[StreamEvent]) -> None:
+        raise NotImplementedError
+
+    def _complete(self) -> list[StreamEvent]:
+        raise NotImplementedError
+
+
+class ChatTranslator(ChunkTranslator):
+    """Chat Completions chunks to StreamEvents."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._calls: dict[int, PendingCall] = {}  # by the server's index
+        self._ordered: list[PendingCall] = []
 
     def _choice(self, choice: dict[str, Any], events: list[StreamEvent]) -> None:
         delta = obj(choice, "delta")
@@ -213,18 +209,4 @@ class ChatTranslator:
         if reason == "function_call" or (reason == "stop" and self._ordered):
             reason = "tool_calls"  # some compatible servers report "stop" after tool calls
         events.append(Completed(finish_reason=reason, usage=self._usage))
-        self.finished = True
         return events
-
-
-class OpenAIChatProvider:
-    def __init__(self, http: StreamingHttp, *, max_tokens_field: str = "max_tokens") -> None:
-        self._http = http
-        self._max_tokens_field = max_tokens_field
-
-    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        body = chat_body(request, max_tokens_field=self._max_tokens_field)
-        return self._http.stream_events(PATH, body, SSEDecoder(), ChatTranslator())
-
-    async def aclose(self) -> None:
-        await self._http.aclose()

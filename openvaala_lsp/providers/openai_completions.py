@@ -21,16 +21,11 @@ ends the stream.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
-from openvaala_lsp.model import TokenUsage
 from openvaala_lsp.providers.base import Completed, Message, ModelRequest, StreamEvent, TextDelta
-from openvaala_lsp.providers.errors import stream_error
-from openvaala_lsp.providers.http import StreamingHttp
-from openvaala_lsp.providers.openai_chat import chat_usage
-from openvaala_lsp.providers.sse import SSEDecoder, SSEEvent
-from openvaala_lsp.providers.wire import has_any, integer, joined_text, load_object, string, text_with_image_notes
+from openvaala_lsp.providers.openai_chat import ChunkTranslator
+from openvaala_lsp.providers.wire import joined_text, string, text_with_image_notes
 
 PATH = "/completions"
 USER = "User:"
@@ -102,43 +97,19 @@ def completion_body(request: ModelRequest) -> dict[str, Any]:
     }
 
 
-class CompletionTranslator:
+class CompletionTranslator(ChunkTranslator):
     """Completion chunks to TextDeltas. The answer follows `Assistant:` after a space and ends before
     the newline of the next turn's label: leading whitespace is dropped, and whitespace is held back
     until more text follows it, so the streamed deltas add up to the trimmed answer."""
 
     def __init__(self) -> None:
-        self.finished = False
+        super().__init__()
         self._started = False
         self._held = ""
-        self._finish_reason: str | None = None
-        self._usage: TokenUsage | None = None
 
-    def is_keepalive(self, frame: SSEEvent) -> bool:
-        return False  # keep-alives are SSE comments, which never become frames
-
-    def feed(self, frame: SSEEvent) -> list[StreamEvent]:
-        if frame.event not in ("message", "error"):
-            return []
-        data = frame.data.strip()
-        if data == "[DONE]":
-            self.finished = True
-            return [Completed(finish_reason=self._finish_reason or "stop", usage=self._usage)]
-        chunk = load_object(data)
-        if frame.event == "error" or chunk.get("error") is not None:
-            raise stream_error(chunk)
-        raw_usage = chunk.get("usage")
-        if has_any(raw_usage, "prompt_tokens", "completion_tokens") and isinstance(raw_usage, dict):
-            self._usage = chat_usage(raw_usage)
-        events: list[StreamEvent] = []
-        choices = chunk.get("choices")
-        for choice in choices if isinstance(choices, list) else []:
-            if isinstance(choice, dict) and integer(choice, "index") == 0:
-                self._text(string(choice, "text") or "", events)
-                self._finish_reason = string(choice, "finish_reason") or self._finish_reason
-        return events
-
-    def _text(self, text: str, events: list[StreamEvent]) -> None:
+    def _choice(self, choice: dict[str, Any], events: list[StreamEvent]) -> None:
+        text = string(choice, "text") or ""
+        self._finish_reason = string(choice, "finish_reason") or self._finish_reason
         if not self._started:
             text = text.lstrip()
             self._started = bool(text)
@@ -149,13 +120,5 @@ class CompletionTranslator:
         else:
             self._held += text
 
-
-class OpenAICompletionsProvider:
-    def __init__(self, http: StreamingHttp) -> None:
-        self._http = http
-
-    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        return self._http.stream_events(PATH, completion_body(request), SSEDecoder(), CompletionTranslator())
-
-    async def aclose(self) -> None:
-        await self._http.aclose()
+    def _complete(self) -> list[StreamEvent]:
+        return [Completed(finish_reason=self._finish_reason or "stop", usage=self._usage)]

@@ -4,10 +4,8 @@ history re-sent as input items each call, reasoning items carried back with thei
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
-from openvaala_lsp.model import TokenUsage
 from openvaala_lsp.providers.base import (
     Completed,
     Message,
@@ -19,19 +17,17 @@ from openvaala_lsp.providers.base import (
     ToolCallDelta,
 )
 from openvaala_lsp.providers.errors import stream_error
-from openvaala_lsp.providers.http import StreamingHttp
-from openvaala_lsp.providers.sse import SSEDecoder, SSEEvent
+from openvaala_lsp.providers.sse import SSEEvent
 from openvaala_lsp.providers.wire import (
     PendingCall,
     data_url,
-    has_any,
     has_images,
     integer,
     joined_text,
     load_object,
     obj,
+    openai_usage,
     string,
-    usage,
 )
 
 PATH = "/responses"
@@ -107,18 +103,6 @@ def _replayable(data: dict[str, Any]) -> bool:
 def _reasoning_item(data: dict[str, Any]) -> dict[str, Any]:
     # The item id refers to server-side storage, which store:false does not have.
     return {key: value for key, value in data.items() if key not in ("id", "status")}
-
-
-def responses_usage(raw: dict[str, Any]) -> TokenUsage:
-    input_details = obj(raw, "input_tokens_details")
-    output_details = obj(raw, "output_tokens_details")
-    return usage(
-        input_tokens=integer(raw, "input_tokens"),
-        cached=integer(input_details, "cached_tokens"),
-        cache_write=integer(input_details, "cache_write_tokens"),
-        output_tokens=integer(raw, "output_tokens"),
-        reasoning=integer(output_details, "reasoning_tokens"),
-    )
 
 
 class ResponsesTranslator:
@@ -226,19 +210,7 @@ class ResponsesTranslator:
             finish_reason = _INCOMPLETE_REASONS.get(reason, reason)
         else:
             finish_reason = "tool_calls" if self._calls else "stop"
-        raw_usage = obj(response, "usage")
-        reported = responses_usage(raw_usage) if has_any(raw_usage, "input_tokens", "output_tokens") else None
+        reported = openai_usage(obj(response, "usage"), "input", "output")
         events.append(Completed(finish_reason=finish_reason, usage=reported))
         self.finished = True
         return events
-
-
-class OpenAIResponsesProvider:
-    def __init__(self, http: StreamingHttp) -> None:
-        self._http = http
-
-    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        return self._http.stream_events(PATH, responses_body(request), SSEDecoder(), ResponsesTranslator())
-
-    async def aclose(self) -> None:
-        await self._http.aclose()

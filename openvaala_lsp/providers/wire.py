@@ -11,7 +11,7 @@ import orjson
 
 from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import Content, TokenUsage, ToolCall
-from openvaala_lsp.providers.base import ProviderError, ToolCallDelta, ToolCallDone, ToolCallStarted
+from openvaala_lsp.providers.base import ProviderError, ToolCallDelta, ToolCallDone, ToolCallStarted, ToolSpec
 from openvaala_lsp.providers.errors import STREAM_ERROR
 
 
@@ -65,6 +65,21 @@ def usage(*, input_tokens: int, cached: int, cache_write: int, output_tokens: in
     )
 
 
+def openai_usage(raw: Any, input_name: str, output_name: str) -> TokenUsage | None:
+    """OpenAI's usage object in Chat Completions' names (`prompt`, `completion`) or the Responses
+    API's (`input`, `output`); None when it has no token counts."""
+    if not has_any(raw, f"{input_name}_tokens", f"{output_name}_tokens"):
+        return None
+    input_details = obj(raw, f"{input_name}_tokens_details")
+    return usage(
+        input_tokens=integer(raw, f"{input_name}_tokens"),
+        cached=integer(input_details, "cached_tokens"),
+        cache_write=integer(input_details, "cache_write_tokens"),
+        output_tokens=integer(raw, f"{output_name}_tokens"),
+        reasoning=integer(obj(raw, f"{output_name}_tokens_details"), "reasoning_tokens"),
+    )
+
+
 def joined_text(contents: list[Content]) -> str:
     return "".join(part.text or "" for part in contents if part.type == "text")
 
@@ -85,6 +100,17 @@ def text_with_image_notes(contents: list[Content]) -> str:
         if part.type == "text" or part.data
     ]
     return "".join(pieces)
+
+
+def function_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
+    """Tools as Chat Completions (and Ollama) take them."""
+    return [
+        {
+            "type": "function",
+            "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters},
+        }
+        for tool in tools
+    ]
 
 
 def arguments_object(call: ToolCall) -> dict[str, Any]:
