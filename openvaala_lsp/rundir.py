@@ -6,7 +6,6 @@ made by the host under umask 0o177) and the peer's uid read with SO_PEERCRED on 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pwd
 import socket
@@ -80,6 +79,8 @@ def run_dir(environ: Mapping[str, str] = os.environ, tmp: str = "/tmp") -> RunDi
     base = _tmp_dir(tmp)
     if path is None:
         return RunDir(base, (base,))
+    import hashlib  # only for a path too long, off an editor's warm start (see front.connect.host_log_path)
+
     short = os.path.join(base, hashlib.sha256(os.fsencode(path)).hexdigest()[:16])
     return RunDir(short, (base, short))
 

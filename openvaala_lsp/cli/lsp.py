@@ -7,16 +7,21 @@ runs the runtime in this process instead.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from openvaala_lsp import __version__
 
 STANDALONE_ENV = "OPENVAALA_STANDALONE"
 
+if TYPE_CHECKING:
+    import argparse
+
 
 def _parser() -> argparse.ArgumentParser:
+    import argparse
+
     parser = argparse.ArgumentParser(prog="openvaala-lsp", description=__doc__)
     parser.add_argument("--version", action="version", version=f"openvaala-lsp {__version__}")
     parser.add_argument(
@@ -28,11 +33,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    options = _parser().parse_args(argv)
-    if os.environ.get(STANDALONE_ENV) == "1" or options.standalone:
+    args = sys.argv[1:] if argv is None else argv
+    # A start-up trick that stays, with the front's others: an editor's warm start is mostly this
+    # process's own start, and editors start it without arguments, so argparse is loaded only for them.
+    options = _parser().parse_args(args) if args else None
+    if os.environ.get(STANDALONE_ENV) == "1" or (options is not None and options.standalone):
         from openvaala_lsp.logs import configure_logging
 
-        configure_logging(options.log_level, options.log_file)
+        configure_logging(options.log_level if options else "WARNING", options.log_file if options else None)
         from openvaala_lsp.server import stdio
 
         return stdio.main()

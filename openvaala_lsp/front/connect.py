@@ -21,7 +21,7 @@ import sys
 import time
 from typing import Any, NoReturn
 
-from openvaala_lsp import hostwire, paths
+from openvaala_lsp import hostwire
 from openvaala_lsp.rundir import RunDir, peer_credentials
 
 CONNECT_TIMEOUT = 60.0  # covers waiting for a draining host and a cold start
@@ -171,12 +171,18 @@ class _Flock:
 
 
 def host_log_path() -> str:
+    # A start-up trick that stays: `paths` (pathlib) is loaded only on the way to starting a host, off
+    # an editor's warm start, which the issue holds to a fraction of Codex app-server's.
+    from openvaala_lsp import paths
+
     return str(paths.state_dir() / "host.log")
 
 
 def spawn_host() -> None:
     """Starts a host detached (double fork, own session, cwd /, no editor fds) and waits until it
     listens or exits (it lost host.lock or failed; the caller connects to find out)."""
+    from openvaala_lsp import paths
+
     log = host_log_path()
     paths.ensure_private_dir(os.path.dirname(log))  # the log tells of conversations: the user's alone
     paths.make_private(log)
