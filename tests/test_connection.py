@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from openvaala_lsp.framing import FrameReader, frame
 from openvaala_lsp.runtime.core import Runtime
 from openvaala_lsp.server.connection import Connection
 from openvaala_lsp.server.protocol import MAX_IN_FLIGHT
+from openvaala_lsp.wire.framing import FrameReader, frame
 
 WAIT = 10.0
 

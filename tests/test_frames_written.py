@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from openvaala_lsp.framing import FrameReader, frame
 from openvaala_lsp.runtime.core import Runtime
 from openvaala_lsp.server.connection import Connection
+from openvaala_lsp.wire.framing import FrameReader, frame
 
 
 def body(data: bytes) -> Any:

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from openvaala_lsp import framing, hostwire
 from openvaala_lsp.front.session import DROP, EXIT, FORWARD, EditorSession
 from openvaala_lsp.host import hello
 from openvaala_lsp.rundir import MAX_SOCKET_PATH, UnsafeRunDir, ensure_private, run_dir
+from openvaala_lsp.wire import framing, hello as hostwire
 
 
 def body(message: dict[str, Any]) -> bytes:

@@ -17,18 +17,17 @@ PACKAGE = Path(__file__).parent.parent / "openvaala_lsp"
 # Each part of the package by layer, lowest first. A part may import its own modules and any part of
 # a lower layer, never one of its own layer or above.
 LAYERS: list[set[str]] = [
-    {"fieldrepr"},  # the shared __repr__ the providers' attrs classes still derive from
-    # domain types, the frame reader, the run directory fronts and the host share: stdlib + attrs
-    {"__init__", "paths", "framing", "logs", "model", "rundir"},
-    {"definitions", "hostwire"},  # the hello between fronts and the host names the package's version
-    {"compact_json"},  # the host's JSON bytes by orjson, framing's json-module path for what it refuses
+    # domain types, the run directory fronts and the host share: stdlib + attrs
+    {"__init__", "paths", "logs", "model", "rundir"},
+    # what travels between the processes (frames, compact JSON, the hello, the LSP client); models and agents
+    {"definitions", "wire"},
     {"tools", "storage", "providers"},  # the runtime's parts, each knowing nothing of the others
     {"hooks", "mcp"},  # hooks run like tools; MCP servers as tool sources, and their public shapes
     {"protocol"},  # wire types (params, results, events, errors), the converter, the method table
     {"config"},  # definitions from files, read with the converter's wire names
     {"runtime"},  # the runtime core: conversations, sessions, turns; no JSON-RPC
     {"server"},  # pygls translation
-    {"host", "setup", "lsp_peer"},  # the runtime host process; setting up models; a minimal LSP client
+    {"host", "setup"},  # the runtime host process; setting up models
     {"front"},  # the stdlib-only front, which starts a host when none runs
     {"cli"},  # the command lines: openvaala-lsp (the front or the runtime in-process), openvaala
     {"__main__"},

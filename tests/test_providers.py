@@ -27,7 +27,6 @@ from fake_provider import (
     text_response,
 )
 
-from openvaala_lsp.compact_json import dumps as json_body
 from openvaala_lsp.definitions import ModelDefinition
 from openvaala_lsp.model import Content, ModelRef, TokenUsage, ToolCall
 from openvaala_lsp.providers.base import (
@@ -48,6 +47,7 @@ from openvaala_lsp.providers.errors import DeadlineExceeded
 from openvaala_lsp.providers.factory import make_provider
 from openvaala_lsp.providers.http import ProviderTimeouts
 from openvaala_lsp.providers.retry import RetryPolicy
+from openvaala_lsp.wire.compact_json import dumps as json_body
 
 APIS = list(ROUTES)
 SSE_APIS = ["openai-chat", "openai-responses", "anthropic"]

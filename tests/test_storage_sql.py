@@ -14,7 +14,6 @@ from typing import Any
 import duckdb
 import pytest
 
-from openvaala_lsp import compact_json
 from openvaala_lsp.model import Conversation, Session
 from openvaala_lsp.storage import StorageClosedError
 from openvaala_lsp.storage.duckdb_store import QUERY_THREADS, DuckDBStorage
@@ -23,6 +22,7 @@ from openvaala_lsp.storage.interfaces import SqlResult
 from openvaala_lsp.storage.opening import CONFIG
 from openvaala_lsp.storage.sql import MAX_ERROR_CHARS, QueryJob
 from openvaala_lsp.storage.writer import Run
+from openvaala_lsp.wire import compact_json
 
 T0 = dt.datetime(2025, 3, 1, 12, 0, tzinfo=dt.UTC)
 FOREVER = "SELECT count(*) FROM range(1000000000000000)"  # never ends on its own

@@ -17,7 +17,7 @@ from typing import Any
 
 from openvaala_lsp.cli import sql as sql_cli
 from openvaala_lsp.front.connect import HostLink
-from openvaala_lsp.lsp_peer import PeerError
+from openvaala_lsp.wire.client import ResponseError
 
 CLIENT_NAME = "openvaala export"
 
@@ -59,7 +59,7 @@ async def export(link: HostLink, params: dict[str, Any]) -> dict[str, Any]:
     try:
         result: dict[str, Any] = await sql_cli.host_request(link, CLIENT_NAME, "openvaala/exportUsage", params)
         return result
-    except PeerError as exc:
-        raise ExportFailed(f"export failed: {'; '.join(exc.problems) or exc}") from None
+    except ResponseError as exc:
+        raise ExportFailed(f"export failed: {'; '.join(exc.problems) or exc.message}") from None
     except ConnectionError:
         raise ExportFailed("the openvaala runtime host went away during the export") from None

@@ -26,10 +26,10 @@ from openvaala_lsp import __version__, paths
 from openvaala_lsp.cli import export as export_cli, sql as sql_cli, usage as usage_cli
 from openvaala_lsp.config import trust
 from openvaala_lsp.definitions import embedded_model
-from openvaala_lsp.lsp_peer import LspPeer
 from openvaala_lsp.protocol import api
 from openvaala_lsp.protocol.converter import unstructure
 from openvaala_lsp.setup import commands as setup_commands
+from openvaala_lsp.wire.client import LspClient
 
 DEMO_AGENT = {
     "name": "assistant",
@@ -51,7 +51,7 @@ async def demo(directory: Path, prompt: str) -> int:
         sys.executable, "-m", "openvaala_lsp", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
     )
     assert process.stdout is not None and process.stdin is not None
-    peer = LspPeer(process.stdout, process.stdin)
+    peer = LspClient(process.stdout, process.stdin)
     folder = {"uri": directory.as_uri(), "name": directory.name}  # directory is absolute
     init = await peer.initialize({"workspaceFolders": [folder]})
     info = init["capabilities"]["experimental"]["openvaala"]
@@ -87,10 +87,9 @@ async def demo(directory: Path, prompt: str) -> int:
     return code if turn["status"] == "completed" and queried else 1
 
 
-async def _stream_turn(peer: LspPeer) -> dict[str, Any]:
+async def _stream_turn(peer: LspClient) -> dict[str, Any]:
     streaming: set[str] = set()
-    while True:
-        message = await peer.notifications.get()
+    async for message in peer.incoming():
         if message["method"] != "openvaala/sessionEvent":
             continue
         for event in message["params"]["events"]:
@@ -101,6 +100,7 @@ async def _stream_turn(peer: LspPeer) -> dict[str, Any]:
             elif event["type"] == "turnCompleted":
                 turn: dict[str, Any] = event["turn"]
                 return turn
+    raise ConnectionError("openvaala-lsp went away")  # `incoming` ends only by raising
 
 
 COMMANDS = {

@@ -20,10 +20,10 @@ import sys
 from typing import Any
 
 from openvaala_lsp.front.connect import FrontError, HostLink, connect
-from openvaala_lsp.hostwire import front_hello
-from openvaala_lsp.lsp_peer import LspPeer, PeerError
 from openvaala_lsp.protocol import api
 from openvaala_lsp.rundir import UnsafeRunDir, ensure_private, run_dir
+from openvaala_lsp.wire.client import LspClient, ResponseError
+from openvaala_lsp.wire.hello import front_hello
 
 MAX_CELL = 40
 CUT_MARKER = "…[cut: the first "  # how the host ends a value it cut to fit the answer (`storage.sql`)
@@ -211,7 +211,7 @@ def emit(text: str) -> bool:
 
 
 async def host_request(link: HostLink, client_name: str, method: str, params: dict[str, Any]) -> Any:
-    """One request as an editor connection of its own: initialize, `method`, shutdown. Raises PeerError
+    """One request as an editor connection of its own: initialize, `method`, shutdown. Raises ResponseError
     for an error answer, ConnectionError if the host goes; closing the connection cancels the request."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
@@ -219,7 +219,7 @@ async def host_request(link: HostLink, client_name: str, method: str, params: di
     transport, protocol = await loop.create_unix_connection(
         lambda: asyncio.StreamReaderProtocol(reader), sock=link.sock
     )
-    peer = LspPeer(reader, asyncio.StreamWriter(transport, protocol, reader, loop))
+    peer = LspClient(reader, asyncio.StreamWriter(transport, protocol, reader, loop))
     try:
         options = {"openvaala": {"clientName": client_name}}
         await peer.initialize({"clientInfo": {"name": client_name}, "initializationOptions": options})
@@ -234,18 +234,18 @@ async def _via_host(link: HostLink, params: dict[str, Any]) -> dict[str, Any]:
     try:
         result: dict[str, Any] = await host_request(link, CLIENT_NAME, "openvaala/query", params)
         return result
-    except PeerError as exc:
+    except ResponseError as exc:
         if exc.kind == "invalidParams" and exc.problems:
             raise QueryFailed(f"query failed: {_problems(exc.problems)}") from None
-        if exc.kind == "internal" and "time limit" in str(exc):  # the host's words name timeoutMs
+        if exc.kind == "internal" and "time limit" in exc.message:  # the host's words name timeoutMs
             seconds = params.get("timeoutMs", api.DEFAULT_QUERY_TIMEOUT_MS) / 1000
             raise QueryFailed(
                 f"query failed: it ran past its time limit of {seconds:g} s and was stopped: narrow it, or give it"
                 f" more time with --timeout SECONDS (at most {api.MAX_QUERY_TIMEOUT_MS // 1000})"
             ) from None
         if exc.kind == "runtimeStopped":  # stopping, or its runtime could not open the database
-            raise QueryFailed(f"the openvaala runtime host could not run the query: {exc}") from None
-        raise QueryFailed(f"query failed: {exc}") from None
+            raise QueryFailed(f"the openvaala runtime host could not run the query: {exc.message}") from None
+        raise QueryFailed(f"query failed: {exc.message}") from None
     except ConnectionError:
         raise QueryFailed("the openvaala runtime host went away during the query") from None
 

@@ -21,8 +21,8 @@ import sys
 import time
 from typing import Any, NoReturn
 
-from openvaala_lsp import hostwire
 from openvaala_lsp.rundir import RunDir, peer_credentials
+from openvaala_lsp.wire import hello as wire_hello
 
 CONNECT_TIMEOUT = 60.0  # covers waiting for a draining host and a cold start
 READY_TIMEOUT = 30.0
@@ -61,7 +61,7 @@ def connect(run: RunDir, hello: dict[str, Any]) -> HostLink:
             if answer.get("ok") is True:
                 return HostLink(sock, leftover)
             sock.close()
-            if answer.get("reason") != hostwire.DRAINING:
+            if answer.get("reason") != wire_hello.DRAINING:
                 raise FrontError(str(answer.get("message") or f"the runtime host refused this front: {answer}"))
         # a draining host has unlinked its socket; the next round waits for it to exit, then spawns
         if time.monotonic() > deadline:
@@ -110,7 +110,7 @@ def _handshake(sock: socket.socket, hello: dict[str, Any]) -> tuple[dict[str, An
     sock.settimeout(HELLO_TIMEOUT)
     data = b""
     try:
-        sock.sendall(hostwire.line(hello))
+        sock.sendall(wire_hello.line(hello))
         while b"\n" not in data:
             chunk = sock.recv(65536)
             if not chunk:

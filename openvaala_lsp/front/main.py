@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import sys
 
-from openvaala_lsp import hostwire
 from openvaala_lsp.front.connect import FrontError, connect
 from openvaala_lsp.front.relay import FrontExit, Relay
 from openvaala_lsp.rundir import UnsafeRunDir, ensure_private, run_dir
+from openvaala_lsp.wire import hello as wire_hello
 
 MODULES_FILE = "OPENVAALA_FRONT_MODULES_FILE"  # tests: where to list the modules the front loaded
 
@@ -19,7 +19,7 @@ def main() -> int:
     try:
         run = run_dir()
         ensure_private(run)
-        hello = hostwire.front_hello()
+        hello = wire_hello.front_hello()
         Relay(run, hello, connect(run, hello), editor_in, editor_out).run()
     except FrontExit as stop:
         code = stop.code

@@ -18,10 +18,10 @@ import sys
 import time
 from typing import Any, NoReturn
 
-from openvaala_lsp import framing
 from openvaala_lsp.front.connect import HostLink, connect, host_log_path
 from openvaala_lsp.front.session import DROP, EXIT, FORWARD, SUBSCRIPTION_CLOSED, EditorSession, runtime_stopped
 from openvaala_lsp.rundir import RunDir
+from openvaala_lsp.wire import framing
 
 RECV_SIZE = 65536  # above glibc's 128 KiB mmap threshold every recv would map and unmap its buffer
 MAX_RESTARTS = 3
@@ -157,7 +157,7 @@ class Relay:
                         self._replayed(message)
                         continue
                     self.session.note_host(message)
-            out += (b"Content-Length: %d\r\n\r\n" % len(body), body)
+            out += (framing.header(len(body)), body)
         if out:
             self._write_raw(b"".join(out))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from openvaala_lsp import hostwire
+from openvaala_lsp.wire import hello as wire_hello
 
 ACCEPT = "accept"
 REFUSE = "refuse"
@@ -34,21 +34,26 @@ def problem(hello: Any) -> str | None:
 
 def judge(hello: Any, version: str, *, draining: bool) -> tuple[str, dict[str, Any]]:
     """The verdict and the answer line for the front."""
-    answer: dict[str, Any] = {"ok": False, "protocol": hostwire.HELLO_PROTOCOL, "version": version, "pid": os.getpid()}
+    answer: dict[str, Any] = {
+        "ok": False,
+        "protocol": wire_hello.HELLO_PROTOCOL,
+        "version": version,
+        "pid": os.getpid(),
+    }
     if (trouble := problem(hello)) is not None:
         message = f"the runtime host cannot read the hello: {trouble}"
-        return REFUSE, {**answer, "reason": hostwire.BAD_HELLO, "message": message}
+        return REFUSE, {**answer, "reason": wire_hello.BAD_HELLO, "message": message}
     if draining:
-        return REFUSE, {**answer, "reason": hostwire.DRAINING, "message": "the runtime host is stopping"}
+        return REFUSE, {**answer, "reason": wire_hello.DRAINING, "message": "the runtime host is stopping"}
     front = hello["version"]
-    order = hostwire.compare((hello["protocol"], front), (hostwire.HELLO_PROTOCOL, version))
+    order = wire_hello.compare((hello["protocol"], front), (wire_hello.HELLO_PROTOCOL, version))
     if order < 0:
         message = (
             f"openvaala-lsp {front} is older than the running openvaala runtime host {version} (pid {os.getpid()}); "
             "restart the editor's openvaala language server so that it runs the installed version"
         )
-        return REFUSE, {**answer, "reason": hostwire.OLDER_FRONT, "message": message}
+        return REFUSE, {**answer, "reason": wire_hello.OLDER_FRONT, "message": message}
     if order > 0:
         message = f"the runtime host {version} is older than openvaala-lsp {front}; it stops to make way"
-        return DRAIN, {**answer, "reason": hostwire.DRAINING, "message": message}
+        return DRAIN, {**answer, "reason": wire_hello.DRAINING, "message": message}
     return ACCEPT, {**answer, "ok": True}

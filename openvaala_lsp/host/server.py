@@ -28,7 +28,7 @@ import socket
 import stat
 from pathlib import Path
 
-from openvaala_lsp import hostwire, paths
+from openvaala_lsp import paths
 from openvaala_lsp.host import hello
 from openvaala_lsp.logs import configure_logging
 from openvaala_lsp.model import WorkspaceFolder
@@ -38,6 +38,7 @@ from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.core import Runtime
 from openvaala_lsp.runtime.startup import start_runtime
 from openvaala_lsp.server.connection import Connection
+from openvaala_lsp.wire import hello as wire_hello
 
 logger = logging.getLogger(__name__)
 
@@ -107,7 +108,7 @@ class Host:
         self.run = run
         self.idle_seconds = idle_seconds
         self.drain_seconds = drain_seconds
-        self.version = hostwire.current_version()
+        self.version = wire_hello.current_version()
         self.loop = asyncio.get_running_loop()
         self.runtime: asyncio.Future[Runtime] = self.loop.create_future()
         self.connections: set[Connection] = set()
@@ -268,7 +269,7 @@ class Host:
                     logger.warning("refused a connection from uid %d (pid %d): not this host's user", uid, pid)
                     conn.close()
                     return
-                reader, writer = await asyncio.open_unix_connection(sock=conn, limit=hostwire.MAX_HELLO_BYTES)
+                reader, writer = await asyncio.open_unix_connection(sock=conn, limit=wire_hello.MAX_HELLO_BYTES)
             except OSError:  # gone already
                 conn.close()
                 return
@@ -297,7 +298,7 @@ class Host:
         if self.stopping.is_set():
             return None  # the front sees EOF and tries again, then finds the next host
         verdict, answer = hello.judge(message, self.version, draining=self.draining_until is not None)
-        writer.write(hostwire.line(answer))
+        writer.write(wire_hello.line(answer))
         if verdict == hello.ACCEPT:
             return Connection(self.runtime, writer, environment=message["env"], cwd=message["cwd"])
         logger.warning("refused a front (pid %s): %s", message.get("pid"), answer["message"])

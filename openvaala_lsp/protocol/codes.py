@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from openvaala_lsp import framing
 from openvaala_lsp.protocol import errors
+from openvaala_lsp.wire import framing
 
 CODES: dict[str, int] = {
     errors.ConversationNotFound.kind: -32010,

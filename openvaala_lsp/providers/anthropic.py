@@ -11,7 +11,6 @@ from typing import Any
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import TokenUsage
 from openvaala_lsp.providers.base import (
     Completed,
@@ -140,7 +139,7 @@ def anthropic_usage(raw: dict[str, Any]) -> TokenUsage:
 
 
 @attrs.define(kw_only=True)
-class _Block(FieldRepr):
+class _Block:
     type: str
     call: PendingCall | None = None
     initial_input: str | None = None  # a tool_use block that arrived with its input filled

@@ -11,19 +11,18 @@ from typing import Any, Protocol
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import Content, TokenUsage, ToolCall
 
 
 @attrs.define(kw_only=True)
-class ToolSpec(FieldRepr):
+class ToolSpec:
     name: str
     description: str
     parameters: dict[str, Any]  # JSON Schema of the arguments object
 
 
 @attrs.define(kw_only=True)
-class Message(FieldRepr):
+class Message:
     """One history entry. `role` is "user", "assistant" or "tool".
 
     user: `content` (text and images). assistant: `content` text, `tool_calls`, and `reasoning`
@@ -41,7 +40,7 @@ class Message(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class ModelRequest(FieldRepr):
+class ModelRequest:
     model: str
     instructions: str = ""
     messages: list[Message] = attrs.Factory(list)
@@ -54,43 +53,43 @@ class ModelRequest(FieldRepr):
 
 
 @attrs.define(kw_only=True)
-class TextDelta(FieldRepr):
+class TextDelta:
     text: str
 
 
 @attrs.define(kw_only=True)
-class ReasoningDelta(FieldRepr):
+class ReasoningDelta:
     text: str
 
 
 @attrs.define(kw_only=True)
-class ReasoningDone(FieldRepr):
+class ReasoningDone:
     """Opaque provider data of one reasoning block, to be sent back in the next request."""
 
     data: dict[str, Any]
 
 
 @attrs.define(kw_only=True)
-class ToolCallStarted(FieldRepr):
+class ToolCallStarted:
     index: int
     call_id: str
     name: str
 
 
 @attrs.define(kw_only=True)
-class ToolCallDelta(FieldRepr):
+class ToolCallDelta:
     index: int
     arguments: str  # a fragment of the JSON text
 
 
 @attrs.define(kw_only=True)
-class ToolCallDone(FieldRepr):
+class ToolCallDone:
     index: int
     call: ToolCall  # complete: id, name, full arguments JSON text
 
 
 @attrs.define(kw_only=True)
-class Completed(FieldRepr):
+class Completed:
     finish_reason: str  # "stop", "tool_calls", "length", "content_filter", ...
     usage: TokenUsage | None = None  # None when the provider reported none
 

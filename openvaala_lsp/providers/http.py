@@ -19,8 +19,6 @@ from typing import Any, Generic, Protocol, TypeVar
 import attrs
 import httpx
 
-from openvaala_lsp import compact_json
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.providers.base import ModelRequest, ProviderError, StreamEvent
 from openvaala_lsp.providers.errors import (
     AUTHENTICATION,
@@ -32,6 +30,7 @@ from openvaala_lsp.providers.errors import (
 )
 from openvaala_lsp.providers.retry import RetryPolicy
 from openvaala_lsp.providers.sse import FrameTooLarge
+from openvaala_lsp.wire import compact_json
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +48,7 @@ F_contra = TypeVar("F_contra", contravariant=True)
 
 
 @attrs.frozen(kw_only=True)
-class ProviderTimeouts(FieldRepr):
+class ProviderTimeouts:
     """Seconds. `connect`, `read` (longest gap between socket reads), `write` and `pool` go to httpx;
     `first_event` bounds request-sent-to-first-event (reasoning models may think silently for
     minutes), `idle` the gap between events once streaming. Keep-alive comments and pings are not
@@ -114,7 +113,7 @@ class EnvApiKey(httpx.Auth):
 
 
 @attrs.frozen
-class _Opened(FieldRepr):
+class _Opened:
     response: httpx.Response
     first_event_deadline: float  # loop time
 

@@ -25,7 +25,6 @@ from collections.abc import Awaitable, Callable, Mapping
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.providers.errors import AUTHENTICATION, CONTEXT_LENGTH_EXCEEDED, INSUFFICIENT_QUOTA
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
@@ -38,7 +37,7 @@ def _default_jitter() -> float:
 
 
 @attrs.frozen(kw_only=True)
-class RetryPolicy(FieldRepr):
+class RetryPolicy:
     max_retries: int = 2
     max_retry_after: float = 60.0
     # Injected so tests neither wait nor depend on randomness.

@@ -11,8 +11,6 @@ import re
 
 import attrs
 
-from openvaala_lsp.fieldrepr import FieldRepr
-
 DEFAULT_MAX_FRAME_CHARS = 1024 * 1024  # the same 1 MiB cap httpx2's EventSource uses
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
@@ -23,7 +21,7 @@ class FrameTooLarge(ValueError):
 
 
 @attrs.define(kw_only=True)  # not frozen: one per event of a stream, and a frozen init is ~50% slower
-class SSEEvent(FieldRepr):
+class SSEEvent:
     event: str = "message"  # the `event:` field; "message" when absent, as the SSE spec says
     data: str = ""
     id: str | None = None

@@ -9,7 +9,6 @@ from typing import Any
 import attrs
 import orjson
 
-from openvaala_lsp.fieldrepr import FieldRepr
 from openvaala_lsp.model import Content, TokenUsage, ToolCall
 from openvaala_lsp.providers.base import ProviderError, ToolCallDelta, ToolCallDone, ToolCallStarted, ToolSpec
 from openvaala_lsp.providers.errors import STREAM_ERROR
@@ -129,7 +128,7 @@ def new_call_id() -> str:
 
 
 @attrs.define(kw_only=True)
-class PendingCall(FieldRepr):
+class PendingCall:
     """One tool call being assembled from fragments."""
 
     index: int

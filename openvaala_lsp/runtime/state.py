@@ -14,7 +14,6 @@ from typing import Any, TypeVar
 
 import attrs
 
-from openvaala_lsp import framing
 from openvaala_lsp.definitions import Definitions, ModelDefinition
 from openvaala_lsp.hooks.runner import HookRunner
 from openvaala_lsp.model import (
@@ -48,6 +47,7 @@ from openvaala_lsp.storage.interfaces import Storage
 from openvaala_lsp.storage.split import SplitStorage
 from openvaala_lsp.tools.base import OpenBuffer
 from openvaala_lsp.tools.warm_sandbox import WarmSandboxes
+from openvaala_lsp.wire import framing
 
 T = TypeVar("T")
 

@@ -25,8 +25,7 @@ from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
-from openvaala_lsp import __version__, framing
-from openvaala_lsp.framing import METHOD_NOT_FOUND, FrameReader, Refused, frame
+from openvaala_lsp import __version__
 from openvaala_lsp.model import WorkspaceFolder, new_id
 from openvaala_lsp.protocol.codes import SERVER_NOT_INITIALIZED
 from openvaala_lsp.protocol.converter import describe_error
@@ -40,6 +39,8 @@ from openvaala_lsp.server import messages
 from openvaala_lsp.server.dispatch import closed_notification, dispatch, notifications, runtime_error
 from openvaala_lsp.server.editor_face import EditorFace
 from openvaala_lsp.server.protocol import OpenvaalaProtocol, WireError, error, runtime_stopped, shared_converter
+from openvaala_lsp.wire import framing
+from openvaala_lsp.wire.framing import METHOD_NOT_FOUND, FrameReader, Refused, frame
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,6 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from openvaala_lsp import framing
 from openvaala_lsp.model import ErrorInfo, Item, encoded_size
 from openvaala_lsp.protocol import events
 from openvaala_lsp.protocol.codes import CODES, INTERNAL_ERROR, INVALID_PARAMS
@@ -27,6 +26,7 @@ from openvaala_lsp.runtime.subscriptions import Subscription
 from openvaala_lsp.server import messages
 from openvaala_lsp.server.protocol import WireError
 from openvaala_lsp.storage.errors import StorageError
+from openvaala_lsp.wire import framing
 
 logger = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from openvaala_lsp import framing
-from openvaala_lsp.framing import INVALID_PARAMS, INVALID_REQUEST, MESSAGE_TOO_LARGE, PARSE_ERROR
+from openvaala_lsp.wire import framing
+from openvaala_lsp.wire.framing import INVALID_PARAMS, INVALID_REQUEST, MESSAGE_TOO_LARGE, PARSE_ERROR
 
 PREFIX = "openvaala/"
 MAX_QUOTED = 200  # characters of a bad value quoted back in an error message

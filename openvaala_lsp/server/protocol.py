@@ -31,12 +31,13 @@ from pygls.exceptions import JsonRpcException
 from pygls.protocol import LanguageServerProtocol, default_converter, lsp_method
 from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, RPCRequest
 
-from openvaala_lsp import __version__, compact_json, framing
+from openvaala_lsp import __version__
 from openvaala_lsp.protocol import PROTOCOL_VERSION
 from openvaala_lsp.protocol.codes import CODES, KINDS
 from openvaala_lsp.protocol.errors import Overloaded, RuntimeStopped
 from openvaala_lsp.protocol.methods import NOTIFICATIONS
 from openvaala_lsp.tools import sandbox
+from openvaala_lsp.wire import compact_json, framing
 
 logger = logging.getLogger(__name__)
 

@@ -30,11 +30,11 @@ from typing import Any
 
 import duckdb
 
-from openvaala_lsp import compact_json
 from openvaala_lsp.storage.errors import QueryCancelled, QueryError, StorageError
 from openvaala_lsp.storage.interfaces import MAX_RESULT_BYTES, SqlColumn, SqlResult
 from openvaala_lsp.storage.opening import out_of_memory
 from openvaala_lsp.storage.sql_values import Convert, converter, type_name
+from openvaala_lsp.wire import compact_json
 
 log = logging.getLogger(__name__)
 

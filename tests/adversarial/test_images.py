@@ -25,7 +25,6 @@ from harness import Harness, ResponseError
 from lsp_client import LspClient
 from turn_helpers import API_KEY, Session
 
-from openvaala_lsp.framing import DEFAULT_MAX_MESSAGE
 from openvaala_lsp.model import (
     Content,
     Conversation,
@@ -40,6 +39,7 @@ from openvaala_lsp.runtime.context import MAX_REQUEST_IMAGE_BYTES
 from openvaala_lsp.runtime.state import MAX_IMAGE_BYTES
 from openvaala_lsp.storage import opening
 from openvaala_lsp.storage.duckdb_store import DuckDBStorage
+from openvaala_lsp.wire.framing import DEFAULT_MAX_MESSAGE
 
 WINDOW = 10_000_000  # no compaction: every image stays in the model's context
 

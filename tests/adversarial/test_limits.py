@@ -22,9 +22,9 @@ from fake_provider import ChatStream, FakeProviderServer
 from harness import Harness, ResponseError
 from turn_helpers import API_KEY, Session, definitions, text_of
 
-from openvaala_lsp.framing import DEFAULT_MAX_MESSAGE
 from openvaala_lsp.runtime.state import MAX_IMAGE_BYTES
 from openvaala_lsp.tools.truncate import DEFAULT_MAX_OUTPUT
+from openvaala_lsp.wire.framing import DEFAULT_MAX_MESSAGE
 
 ASK_SHELL = {"name": "default", "permissions": {"default": "allow", "tools": {"shell": "ask"}}}
 

@@ -28,8 +28,8 @@ import pytest
 from lsp_client import LspClient
 
 from openvaala_lsp.host import server
-from openvaala_lsp.hostwire import front_hello
 from openvaala_lsp.rundir import RunDir, ensure_private, run_dir
+from openvaala_lsp.wire.hello import front_hello
 
 LIMIT = 256  # the host's open-file limit: it takes 128 connections, keeping 128 files for itself
 TAKEN = max(LIMIT - server.OWN_FILES, LIMIT // 2)  # connections the host takes at once (`server.max_clients`)

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from harness import Harness, ResponseError
 
-from openvaala_lsp.framing import DEFAULT_MAX_MESSAGE
 from openvaala_lsp.storage.duckdb_store import DuckDBStorage
+from openvaala_lsp.wire.framing import DEFAULT_MAX_MESSAGE
 
 NEVER_ENDS = "SELECT count(*) FROM range(1000000000) a, range(1000000000) b"  # 10^18 rows, interruptible
 PER_CLIENT = 2  # queries one connection may run at once

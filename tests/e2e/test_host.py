@@ -407,8 +407,9 @@ async def test_front_imports_only_the_standard_library(homes: list[Path], ws: Pa
         "openvaala_lsp.front.relay",
         "openvaala_lsp.rundir",
         "openvaala_lsp.front.session",
-        "openvaala_lsp.hostwire",
-        "openvaala_lsp.framing",  # stdlib only, shared with the server
+        "openvaala_lsp.wire",  # imports nothing
+        "openvaala_lsp.wire.hello",
+        "openvaala_lsp.wire.framing",  # stdlib only, shared with the server
     }
 
 

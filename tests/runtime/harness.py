@@ -18,8 +18,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from notification_log import TIMEOUT, NotificationLog
-
 from openvaala_lsp.model import WorkspaceFolder
 from openvaala_lsp.protocol.methods import PREFIX, REQUESTS
 from openvaala_lsp.runtime.client import Client
@@ -28,9 +26,11 @@ from openvaala_lsp.runtime.subscriptions import Subscription
 from openvaala_lsp.server.dispatch import closed_notification, dispatch, notifications
 from openvaala_lsp.server.protocol import WireError
 from openvaala_lsp.storage.duckdb_store import DuckDBStorage
+from openvaala_lsp.wire.client import NotificationLog
 
 ResponseError = WireError
 _clients = itertools.count(1)
+TIMEOUT = 20.0
 
 ClientTool = Callable[[str, str, str, dict[str, Any]], Any]
 
@@ -56,7 +56,7 @@ class Harness(NotificationLog):
         self.runtime = runtime
         self.folders = folders
         self.notifications: list[dict[str, Any]] = []
-        self._notified = asyncio.Condition()
+        self._changed = asyncio.Condition()
         self._pumps: set[asyncio.Task[None]] = set()
 
         async def workspace_folders() -> list[WorkspaceFolder]:
@@ -105,6 +105,10 @@ class Harness(NotificationLog):
             raise WireError(-32601, f"Method Not Found: {method}", {"kind": "methodNotFound"})
         return wire(await asyncio.wait_for(dispatch(self.runtime, self.client, spec, params), timeout))
 
+    async def wait_for(self, predicate: Callable[[dict[str, Any]], bool], *, timeout: float = TIMEOUT) -> Any:
+        async with asyncio.timeout(timeout):
+            return await super().wait_for(predicate)
+
     async def call(self, name: str, params: Any = None, **kwargs: Any) -> Any:
         """`openvaala/<name>`."""
         return await self.request(PREFIX + name, {} if params is None else params, **kwargs)
@@ -126,9 +130,9 @@ class Harness(NotificationLog):
         await self._note({"jsonrpc": "2.0", "method": method, "params": params})
 
     async def _note(self, message: dict[str, Any]) -> None:
-        async with self._notified:
+        async with self._changed:
             self.notifications.append(message)
-            self._notified.notify_all()
+            self._changed.notify_all()
 
     # Ending
 

@@ -14,9 +14,9 @@ from fake_provider import ChatStream, FakeProviderServer, error_response, insuff
 from harness import Harness, ResponseError
 from turn_helpers import Session, definitions, text_of
 
-from openvaala_lsp.compact_json import dumps as json_body
 from openvaala_lsp.runtime.compaction import HANDOFF_INSTRUCTIONS, RECENT_HEADER, SUMMARY_HEADER
 from openvaala_lsp.runtime.context import PRUNED_TEXT, estimate_json
+from openvaala_lsp.wire.compact_json import dumps as json_body
 
 HANDOFF = "## Goal\nShip the parser.\n## Current state and next step\nWrite the tests."
 HANDED = "Ship the parser."  # a line of the hand-off, as it reads inside a JSON dump

@@ -1,5 +1,5 @@
 """What travels between a front (or `openvaala sql`) and the host: the hello and the version policy
-(then LSP frames, see `openvaala_lsp.framing`).
+(then LSP frames, see `openvaala_lsp.wire.framing`).
 
 The connection starts with one JSON line each way, then carries the editor's LSP frames unchanged:
 

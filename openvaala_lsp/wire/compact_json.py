@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from openvaala_lsp import framing
+from openvaala_lsp.wire import framing
 
 
 def dumps(value: Any) -> bytes:

@@ -305,4 +305,9 @@ def dumps(value: Any, default: Callable[[Any], Any] | None = None) -> bytes:
 
 
 def frame_body(body: bytes) -> bytes:
-    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+    return header(len(body)) + body
+
+
+def header(length: int) -> bytes:
+    """The header of a frame whose body is `length` bytes (for a writer that sends the body as is)."""
+    return b"Content-Length: %d\r\n\r\n" % length
