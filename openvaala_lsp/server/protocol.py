@@ -130,7 +130,7 @@ class OpenvaalaProtocol(LanguageServerProtocol):
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, types.InitializeResult]:
         result = yield from super().lsp_initialize(params)
-        state = sandbox.state()  # probed as the runtime starts, so usually known by now
+        state = sandbox.state()  # probed once per process: the first initialize waits for it
         result.capabilities.experimental = {
             "openvaala": {
                 "protocolVersion": PROTOCOL_VERSION,
