@@ -10,20 +10,17 @@ from __future__ import annotations
 import functools
 import json
 import os
-import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_provider import ChatStream, FakeProviderServer
-from turn_helpers import API_KEY, write_user_config
+from plain_editors import editor_environment, readme_snippet
+from turn_helpers import write_user_config
 
 HERE = Path(__file__).parent / "plain_lsp"
-README = Path(__file__).parents[2] / "README.md"
-BIN = str(Path(sys.executable).parent)
 EMACS = shutil.which("emacs")
 SOURCE = "def add(a, b):\n    return a - b\n"
 UNSAVED_LINE = "    return a - b  # checked by hand"
@@ -38,13 +35,6 @@ def has_eglot() -> bool:
     return subprocess.run(probe, capture_output=True, timeout=60, check=False).returncode == 0
 
 
-def readme_snippet(language: str) -> str:
-    """The `language` code block of README's section "Any LSP editor"."""
-    section = README.read_text().split("\n## Any LSP editor\n", 1)[1].split("\n## ", 1)[0]
-    [block] = re.findall(rf"\n```{language}\n(.*?)\n```\n", section, re.DOTALL)
-    return block + "\n"
-
-
 def run_emacs(home: Path, workspace: Path, tmp_path: Path, typed: str) -> dict[str, Any]:
     if not has_eglot() and os.geteuid() != 0:  # as root (CI), scripts/test.sh installs them: no skip
         pytest.skip("needs Emacs with eglot: apt-get install emacs-nox elpa-eglot (scripts/test.sh does, as root)")
@@ -52,16 +42,12 @@ def run_emacs(home: Path, workspace: Path, tmp_path: Path, typed: str) -> dict[s
     config = tmp_path / "openvaala-config.el"  # the user's config: README's snippet
     config.write_text(readme_snippet("elisp"))
     result = tmp_path / "result.json"
-    env = {
-        **os.environ,
-        "PATH": os.pathsep.join([BIN, os.environ.get("PATH", "")]),  # openvaala-lsp, as installed
-        "OPENVAALA_HOME": str(home),
-        "OPENVAALA_HOST_IDLE_SECONDS": "1",
-        "FAKE_API_KEY": API_KEY,
-        "HOME": str(tmp_path),  # no user's ~/.emacs.d
-        "OPENVAALA_TEST_CONFIG": str(config),
-        "OPENVAALA_TEST_RESULT": str(result),
-    }
+    env = editor_environment(
+        home,
+        HOME=str(tmp_path),  # no user's ~/.emacs.d
+        OPENVAALA_TEST_CONFIG=str(config),
+        OPENVAALA_TEST_RESULT=str(result),
+    )
     # -q: no user init, but the site's start files, which put Debian's elpa packages on the load path
     command = [str(EMACS), "--batch", "-q", "-l", str(HERE / "eglot.el")]
     done = subprocess.run(

@@ -9,29 +9,19 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from fake_provider import ChatStream, FakeProviderServer
-from turn_helpers import API_KEY, write_user_config
+from plain_editors import BIN, editor_environment, readme_snippet
+from turn_helpers import write_user_config
 
 HERE = Path(__file__).parent / "plain_lsp"
-README = Path(__file__).parents[2] / "README.md"
-BIN = str(Path(sys.executable).parent)
 NVIM = shutil.which("nvim", path=os.pathsep.join([BIN, os.environ.get("PATH", "")]))
 SOURCE = "def add(a, b):\n    return a - b\n"
 UNSAVED_LINE = "    return a - b  # checked by hand"
-
-
-def readme_snippet(language: str) -> str:
-    """The `language` code block of README's section "Any LSP editor"."""
-    section = README.read_text().split("\n## Any LSP editor\n", 1)[1].split("\n## ", 1)[0]
-    [block] = re.findall(rf"\n```{language}\n(.*?)\n```\n", section, re.DOTALL)
-    return block + "\n"
 
 
 def run_neovim(home: Path, workspace: Path, tmp_path: Path) -> dict[str, Any]:
@@ -39,17 +29,13 @@ def run_neovim(home: Path, workspace: Path, tmp_path: Path) -> dict[str, Any]:
     init = tmp_path / "init.lua"  # the user's config: README's snippet
     init.write_text(readme_snippet("lua"))
     result = tmp_path / "result.json"
-    env = {
-        **os.environ,
-        "PATH": os.pathsep.join([BIN, os.environ.get("PATH", "")]),  # openvaala-lsp, as installed
-        "OPENVAALA_HOME": str(home),
-        "OPENVAALA_HOST_IDLE_SECONDS": "1",
-        "FAKE_API_KEY": API_KEY,
-        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
-        "XDG_DATA_HOME": str(tmp_path / "xdg-data"),
-        "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
-        "OPENVAALA_TEST_RESULT": str(result),
-    }
+    env = editor_environment(
+        home,
+        XDG_CONFIG_HOME=str(tmp_path / "xdg-config"),
+        XDG_DATA_HOME=str(tmp_path / "xdg-data"),
+        XDG_STATE_HOME=str(tmp_path / "xdg-state"),
+        OPENVAALA_TEST_RESULT=str(result),
+    )
     command = [NVIM, "--headless", "--clean", "-n", "-i", "NONE", "-u", str(init)]
     command += ["-c", f"luafile {HERE / 'neovim.lua'}"]
     done = subprocess.run(command, cwd=workspace, env=env, capture_output=True, text=True, timeout=180, check=False)
