@@ -45,6 +45,19 @@ class TurnStatus(enum.StrEnum):
     FAILED = "failed"
 
 
+class TurnReason(enum.StrEnum):
+    """How a turn ended (`schemas/README.md`, "How a turn ends", maps each of the runtime's endings)."""
+
+    COMPLETED = "completed"
+    USER_INTERRUPT = "userInterrupt"
+    RUNTIME_STOPPED = "runtimeStopped"  # the runtime died, stopped, or could not go on (an internal error)
+    MODEL_ERROR = "modelError"  # `Turn.error.kind` is the provider's error kind
+    TOOL_ERROR = "toolError"  # never given by this build: a tool's failure is its result, for the model
+    MAX_TOKENS = "maxTokens"  # the model's last answer stopped at its output limit
+    LIMIT_REACHED = "limitReached"
+    CANCELLED_BY_HOOK = "cancelledByHook"
+
+
 class ItemType(enum.StrEnum):
     USER_MESSAGE = "userMessage"
     ASSISTANT_MESSAGE = "assistantMessage"
@@ -216,11 +229,13 @@ class Turn:
     conversation_id: ConversationId
     session_id: SessionId
     status: TurnStatus = TurnStatus.RUNNING
+    reason: TurnReason | None = None  # how it ended; None while it runs
     started_at: dt.datetime
     ended_at: dt.datetime | None = None
     model: ModelRef | None = None
     usage: TokenUsage = attrs.Factory(TokenUsage)
     error: ErrorInfo | None = None
+    reverted_by: TurnId | None = None  # the turn whose revert took this one out (`storage.mark_reverted`)
 
 
 @attrs.define(kw_only=True)
@@ -248,11 +263,43 @@ class ToolCall:
     arguments: str = "{}"  # the model's JSON text, kept verbatim (it may be invalid JSON)
 
 
+class FileChangeKind(enum.StrEnum):
+    ADD = "add"
+    UPDATE = "update"
+    DELETE = "delete"
+    MOVE = "move"
+
+
+@attrs.define(kw_only=True)
+class SkippedFile:
+    """A file a checkpoint or a diff left out, and why (too large, too many files, unreadable)."""
+
+    path: str
+    why: str
+
+
+@attrs.define(kw_only=True)
+class FileChange:
+    """One file's change (PROTOCOL.md `FileChange`): what a tool did to it, or a whole turn.
+    `path` (and `moved_from`) are absolute; `diff` is unified with context, capped with a marker,
+    None for a binary file; `skipped` lists what a turn's diff could not see."""
+
+    path: str
+    kind: FileChangeKind
+    moved_from: str | None = None
+    diff: str | None = None
+    additions: int = 0
+    deletions: int = 0
+    binary: bool | None = None
+    skipped: list[SkippedFile] | None = None
+
+
 @attrs.define(kw_only=True)
 class ToolResult:
     call_id: str
     name: str = ""
     is_error: bool = False
+    file_changes: list[FileChange] | None = None  # what the tool changed on disk, when it changed files
 
 
 @attrs.define(kw_only=True)

@@ -34,6 +34,7 @@ from openvaala_lsp.model import (
     SessionInputMode,
     TokenUsage,
     Turn,
+    TurnReason,
     TurnStatus,
     encoded_size,
 )
@@ -319,8 +320,11 @@ TURN_COLUMNS = (
     *USAGE_COLUMNS,
     "error_kind",
     "error_message",
+    "reason",
+    "reverted_by",
 )
 TURN_SELECT = ", ".join(TURN_COLUMNS)
+_USAGE_AT = TURN_COLUMNS.index(USAGE_COLUMNS[0])
 
 
 def turn_row(t: Turn) -> Row:
@@ -336,12 +340,15 @@ def turn_row(t: Turn) -> Row:
         *_usage_values(t.usage),
         t.error.kind if t.error else None,
         t.error.message if t.error else None,
+        t.reason.value if t.reason else None,
+        t.reverted_by,
     )
 
 
 # what a turn's life changes after its row is saved: an UPDATE of these costs ~0.6 of the delete and
-# insert that replace a whole row (measured on DuckDB 2.0 with 200k turns)
-_TURN_FIXED = {"conversation_id", "session_id", "started_at"}
+# insert that replace a whole row (measured on DuckDB 2.0 with 200k turns). `reverted_by` is set by a
+# revert alone (`mark_reverted`): the runtime's own saves of a turn leave it as it is.
+_TURN_FIXED = {"conversation_id", "session_id", "started_at", "reverted_by"}
 TURN_CHANGING_COLUMNS = tuple(column for column in TURN_COLUMNS if column not in _TURN_FIXED)
 
 
@@ -350,18 +357,20 @@ def turn_changes_row(t: Turn) -> Row:
 
 
 def turn_from_row(row: Row) -> Turn:
-    tid, cid, sid, status, started, ended, provider, name = row[:8]
-    error_kind, error_message = row[-2:]
+    tid, cid, sid, status, started, ended, provider, name = row[:_USAGE_AT]
+    error_kind, error_message, reason, reverted_by = row[_USAGE_AT + len(USAGE_COLUMNS) :]
     return Turn(
         id=tid,
         conversation_id=cid,
         session_id=sid,
         status=TurnStatus(status),
+        reason=TurnReason(reason) if reason is not None else None,
         started_at=as_utc(started),
         ended_at=_opt_utc(ended),
         model=_model_ref(provider, name),
-        usage=_usage_from(row[8:-2]),
+        usage=_usage_from(row[_USAGE_AT : _USAGE_AT + len(USAGE_COLUMNS)]),
         error=ErrorInfo(kind=error_kind, message=error_message) if error_kind is not None else None,
+        reverted_by=reverted_by,
     )
 
 
@@ -417,6 +426,15 @@ def item_row(item: Item, ordinal: Ordinal, input_id: str | None, payload: str | 
 def logged_item_from_row(row: Row, load: Loader) -> LoggedItem:
     ordinal, payload = row
     return LoggedItem(ordinal=ordinal, item=unseal(payload, load))
+
+
+# Items of running turns as they stream (`streaming_items`): replaced at each save, deleted once the item
+# is in the log. The payload is whole (no files): a few rows, each replaced while it grows.
+STREAMING_COLUMNS = ("item_id", "conversation_id", "turn_id", "saved_at", "payload")
+
+
+def streaming_row(item: Item, saved_at: dt.datetime) -> Row:
+    return (item.id, item.conversation_id, item.turn_id, as_utc(saved_at), item_to_json(item))
 
 
 # Model calls: typed columns only, one per field of ModelCall and TokenUsage. `seq` (append order)
@@ -534,5 +552,6 @@ CONVERSATIONS = Table("conversations", "id", CONVERSATION_COLUMNS)  # last_activ
 SESSIONS = Table("sessions", "id", SESSION_COLUMNS, whole=True)
 TURNS = Table("turns", "id", TURN_COLUMNS, whole=True)
 PENDING_INPUTS = Table("pending_inputs", "item_id", PENDING_COLUMNS)
+STREAMING_ITEMS = Table("streaming_items", "item_id", STREAMING_COLUMNS, whole=True)
 ACTIVITY_COLUMNS = ("id", "last_activity_at")
 BLOB_REF_COLUMNS = ("conversation_id", "item_id", "sha256", "bytes")

@@ -25,6 +25,7 @@ from openvaala_lsp.model import (
     ConversationListEntry,
     Item,
     ItemId,
+    ItemStatus,
     LoggedItem,
     ModelCall,
     Order,
@@ -35,6 +36,7 @@ from openvaala_lsp.model import (
     SessionId,
     Turn,
     TurnId,
+    utcnow,
 )
 from openvaala_lsp.storage import blobs, codec, export, queries
 from openvaala_lsp.storage.codec import (
@@ -45,6 +47,7 @@ from openvaala_lsp.storage.codec import (
     MODEL_CALL_COLUMNS,
     PENDING_INPUTS,
     SESSIONS,
+    STREAMING_ITEMS,
     TURN_CHANGING_COLUMNS,
     TURNS,
     Row,
@@ -54,6 +57,7 @@ from openvaala_lsp.storage.codec import (
     model_call_row,
     pending_row,
     session_row,
+    streaming_row,
     turn_changes_row,
     turn_row,
 )
@@ -80,6 +84,7 @@ EXPORTED_IDS_PER_WRITE = 2000  # a few ms of appending each: a turn's writes go 
 # Files this process has open: DuckDB would hand a second open of the same file the same database
 # instance, and two writers assigning ordinals for one file would repeat them.
 _open_paths: set[str] = set()
+_REVERTED_COLUMNS = ("id", "reverted_by")
 
 
 class DuckDBStorage:
@@ -108,6 +113,7 @@ class DuckDBStorage:
         self._exporting = asyncio.Lock()  # one export at a time: each reads the last one's watermark
         self._ordinals: dict[ConversationId, Ordinal] = {}  # last ordinal given, per conversation loaded
         self._ordinal_loads: dict[ConversationId, asyncio.Future[Ordinal]] = {}
+        self._streaming: set[ItemId] = set()  # items with a row in streaming_items, not logged yet
         self._closed = False
         self._close_task: asyncio.Future[None] | None = None
 
@@ -331,6 +337,13 @@ class DuckDBStorage:
         else:
             await self._write([Put(TURNS, turn_row(turn), new=new)], durable=durable)
 
+    async def mark_reverted(
+        self, conversation_id: ConversationId, turn_ids: list[TurnId], reverted_by: TurnId | None
+    ) -> None:
+        # turn ids are unique across conversations: the key alone finds the row
+        ops: list[Op] = [Update(TURNS, _REVERTED_COLUMNS, (tid, reverted_by)) for tid in turn_ids]
+        await self._write(ops, durable=True)
+
     async def get_turns(self, conversation_id: ConversationId, turn_ids: list[TurnId]) -> list[Turn]:
         return await self._read(lambda cur: queries.get_turns(cur, conversation_id, list(turn_ids)))
 
@@ -350,8 +363,25 @@ class DuckDBStorage:
         )
 
     async def interrupt_running_turns(self, ended_at: dt.datetime) -> list[Turn]:
+        self._check_open()
         at = as_utc(ended_at)
-        turns: list[Turn] = await self._write([Run(lambda cur: queries.interrupt_running_turns(cur, at))], durable=True)
+        # what they streamed, as last saved, is logged in the commit that ends them: a kill between
+        # the two would log it twice, or not at all
+        left = [codec.item_from_json(payload) for payload in await self._read(queries.streaming_payloads)]
+        for item in left:
+            item.status = ItemStatus.INTERRUPTED
+            if item.conversation_id not in self._ordinals:
+                await self._load_last_ordinal(item.conversation_id)
+        sealed = self._sealed(left)
+        rows = [
+            item_row(item, self._take_ordinal(item.conversation_id), None, payload)
+            for item, (payload, _) in zip(left, sealed, strict=True)
+        ]
+        found = [(item, blobs_of) for item, (_, blobs_of) in zip(left, sealed, strict=True)]
+        ops = self._with_files([Append("items", ITEM_COLUMNS, rows)], found)
+        turns: list[Turn] = await self._write(
+            [*ops, Run(lambda cur: queries.interrupt_running_turns(cur, at))], durable=True
+        )
         return turns
 
     async def save_pending_input(self, pending: PendingInput, *, new: bool = False, durable: bool = True) -> None:
@@ -383,8 +413,18 @@ class DuckDBStorage:
         [(payload, found)] = self._sealed([item])
         ordinal = self._take_ordinal(item.conversation_id)
         row = item_row(item, ordinal, input_id, payload)
-        await self._write(self._with_files([Append("items", ITEM_COLUMNS, [row])], [(item, found)]), durable=durable)
+        ops = self._with_files([Append("items", ITEM_COLUMNS, [row])], [(item, found)])
+        if item.id in self._streaming:  # its streaming row goes in the commit that logs it
+            self._streaming.discard(item.id)
+            ops.append(Delete(STREAMING_ITEMS, item.id))
+        await self._write(ops, durable=durable)
         return ordinal
+
+    def save_streaming(self, item: Item) -> None:
+        self._check_open()
+        new = item.id not in self._streaming
+        self._streaming.add(item.id)
+        self._writer.submit([Put(STREAMING_ITEMS, streaming_row(item, utcnow()), new=new)], durable=False)
 
     async def list_items(
         self,

@@ -106,6 +106,12 @@ class RecordStorage(Protocol):
         """Inserts or replaces the turn (status, ended_at, usage, error change over its life). `new`:
         no row has its id yet; `saved`: its row is committed, so only what changes is written."""
 
+    async def mark_reverted(
+        self, conversation_id: ConversationId, turn_ids: list[TurnId], reverted_by: TurnId | None
+    ) -> None:
+        """Durable. Sets `reverted_by` of those turns of the conversation (None: no longer reverted, a
+        redo); unknown ids are skipped. The only way it changes: `save_turn` keeps what is stored."""
+
     async def get_turns(self, conversation_id: ConversationId, turn_ids: list[TurnId]) -> list[Turn]:
         """The turns found, in the order of `turn_ids`; unknown ids are skipped."""
 
@@ -123,7 +129,9 @@ class RecordStorage(Protocol):
     async def count_turns(self, conversation_id: ConversationId, session_id: SessionId | None = None) -> int: ...
 
     async def interrupt_running_turns(self, ended_at: dt.datetime) -> list[Turn]:
-        """Durable. At startup: every turn still `running` becomes `interrupted`; returns them."""
+        """Durable. At startup, before anything else: every turn still `running` becomes `interrupted`
+        (reason `runtimeStopped`), and the items a stopped process left streaming (`save_streaming`)
+        are logged `interrupted` as last saved; returns the turns."""
 
     async def save_pending_input(self, pending: PendingInput, *, new: bool = False, durable: bool = True) -> None:
         """Inserts or replaces by item id; durable unless `durable` is false (then with the next commit)."""
@@ -143,6 +151,11 @@ class RecordStorage(Protocol):
 class LogStorage(Protocol):
     async def append_item(self, item: Item, *, input_id: str | None = None, durable: bool = False) -> Ordinal:
         """Appends an item to its conversation's log and returns its ordinal."""
+
+    def save_streaming(self, item: Item) -> None:
+        """Keeps an item still streaming as it is now, with the next commit (never durable by itself,
+        never waited for): each save replaces the one before, and `append_item` of the item removes
+        it. What a killed process left is logged by `interrupt_running_turns`."""
 
     async def list_items(
         self,

@@ -26,6 +26,7 @@ from openvaala_lsp.model import (
     SessionId,
     Turn,
     TurnId,
+    TurnReason,
     TurnStatus,
     encoded_size,
 )
@@ -120,7 +121,18 @@ class MemoryStorage:
 
     async def save_turn(self, turn: Turn, *, durable: bool = False, new: bool = False, saved: bool = False) -> None:
         if (log := self._log(turn.conversation_id)) is not None:
+            kept = log.turns.get(turn.id)
             log.turns[turn.id] = copy.deepcopy(turn)
+            if kept is not None:  # set by a revert alone (`mark_reverted`), as in the database
+                log.turns[turn.id].reverted_by = kept.reverted_by
+
+    async def mark_reverted(
+        self, conversation_id: ConversationId, turn_ids: list[TurnId], reverted_by: TurnId | None
+    ) -> None:
+        log = self._log(conversation_id)
+        for tid in turn_ids:
+            if log is not None and tid in log.turns:
+                log.turns[tid].reverted_by = reverted_by
 
     async def get_turns(self, conversation_id: ConversationId, turn_ids: list[TurnId]) -> list[Turn]:
         log = self._log(conversation_id)
@@ -151,6 +163,7 @@ class MemoryStorage:
             for turn in log.turns.values():
                 if turn.status is TurnStatus.RUNNING:
                     turn.status, turn.ended_at = TurnStatus.INTERRUPTED, ended_at
+                    turn.reason = TurnReason.RUNTIME_STOPPED
                     interrupted.append(copy.deepcopy(turn))
         return interrupted
 
@@ -175,6 +188,9 @@ class MemoryStorage:
         return log.input_ids.get(input_id) if log else None
 
     # Logs
+
+    def save_streaming(self, item: Item) -> None:
+        """Nothing to do: what memory holds goes with the process."""
 
     async def append_item(self, item: Item, *, input_id: str | None = None, durable: bool = False) -> Ordinal:
         log = self._logs[item.conversation_id]

@@ -189,6 +189,40 @@ def _utc_day(column: str) -> str:
     return f"DATE '1970-01-01' + CAST(epoch_us({column}) // 86400000000 AS INTEGER)"
 
 
+def _turns_v(*added: str) -> str:
+    """turns_v's query; `added`: columns a later version appends (a view's columns are append-only)."""
+    more = "".join(f",\n  {column}" for column in added)
+    return f"""WITH calls AS (
+  SELECT turn_id, any_value(workspace) AS workspace,{_CALL_SUMS}
+  FROM model_calls_v GROUP BY turn_id
+)
+SELECT
+  t.id AS turn_id,
+  t.started_at,
+  {_utc_day("t.started_at")} AS day,
+  t.ended_at,
+  datediff('millisecond', t.started_at, t.ended_at) AS duration_ms,
+  c.workspace,
+  t.conversation_id,
+  t.session_id,
+  s.parent_session_id,
+  s.agent_name AS agent,
+  t.model_provider AS provider,
+  t.model_name AS model,
+  t.status,
+  t.error_kind,
+  t.error_message AS error,
+  coalesce(c.calls, 0) AS calls,
+  {", ".join(f"coalesce(c.{c}, 0)::BIGINT AS {c}" for c in _TOKENS)},
+  coalesce(c.estimated_calls, 0) AS estimated_calls,
+  coalesce(c.failed_calls, 0) AS failed_calls,
+  c.cost,
+  c.currency,
+  coalesce(c.unpriced_calls, 0) AS unpriced_calls{more}
+FROM turns t LEFT JOIN sessions s ON s.id = t.session_id LEFT JOIN calls c ON c.turn_id = t.id;
+"""
+
+
 V5 = f"""
 ALTER TABLE model_calls ADD COLUMN context_window BIGINT;
 ALTER TABLE model_calls ADD COLUMN context_tokens BIGINT;
@@ -245,35 +279,7 @@ SELECT
 FROM model_calls m LEFT JOIN sessions s ON s.id = m.session_id;
 
 CREATE VIEW turns_v AS
-WITH calls AS (
-  SELECT turn_id, any_value(workspace) AS workspace,{_CALL_SUMS}
-  FROM model_calls_v GROUP BY turn_id
-)
-SELECT
-  t.id AS turn_id,
-  t.started_at,
-  {_utc_day("t.started_at")} AS day,
-  t.ended_at,
-  datediff('millisecond', t.started_at, t.ended_at) AS duration_ms,
-  c.workspace,
-  t.conversation_id,
-  t.session_id,
-  s.parent_session_id,
-  s.agent_name AS agent,
-  t.model_provider AS provider,
-  t.model_name AS model,
-  t.status,
-  t.error_kind,
-  t.error_message AS error,
-  coalesce(c.calls, 0) AS calls,
-  {", ".join(f"coalesce(c.{c}, 0)::BIGINT AS {c}" for c in _TOKENS)},
-  coalesce(c.estimated_calls, 0) AS estimated_calls,
-  coalesce(c.failed_calls, 0) AS failed_calls,
-  c.cost,
-  c.currency,
-  coalesce(c.unpriced_calls, 0) AS unpriced_calls
-FROM turns t LEFT JOIN sessions s ON s.id = t.session_id LEFT JOIN calls c ON c.turn_id = t.id;
-
+{_turns_v()}
 CREATE VIEW usage_daily AS
 SELECT day, workspace, agent, provider, model,{_CALL_SUMS},
   sum(latency_ms)::BIGINT AS latency_ms
@@ -475,11 +481,14 @@ def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-V5 += "".join(
-    f"COMMENT ON VIEW {view} IS {_quote(about)};\n"
-    + "".join(f"COMMENT ON COLUMN {view}.{column} IS {_quote(doc)};\n" for column, doc in columns.items())
-    for view, (about, columns) in DOCS.items()
-)
+def _comments(view: str) -> str:
+    about, columns = DOCS[view]
+    return f"COMMENT ON VIEW {view} IS {_quote(about)};\n" + "".join(
+        f"COMMENT ON COLUMN {view}.{column} IS {_quote(doc)};\n" for column, doc in columns.items()
+    )
+
+
+V5 += "".join(_comments(view) for view in DOCS)
 
 # The journal's record number DuckDB has (`journal.py`); `id` names the file, so a journal left beside
 # another file is not replayed.
@@ -517,7 +526,56 @@ COMMENT ON COLUMN items.payload IS {
 COMMENT ON COLUMN pending_inputs.payload IS 'the input as an item, as in items.payload';
 """
 
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, V1), (2, V2), (3, V3), (4, V4), (5, V5), (6, V6), (7, V7))
+# How each turn ended (`model.TurnReason`) and which revert took it out, in turns and turns_v (comments
+# go with a replaced view: all of turns_v's are set again); turns that ended before it get the reason
+# their status and error kind tell, an interrupted one none (the user's or the runtime's stop was not
+# recorded). And the items of running turns as they stream (`streaming.py`), so a runtime killed
+# mid-answer keeps it.
+DOCS["turns_v"][1]["reason"] = (
+    "how it ended: completed, userInterrupt, runtimeStopped, modelError, maxTokens, limitReached or "
+    "cancelledByHook; NULL while running, and for a turn interrupted before schema 8"
+)
+DOCS["turns_v"][1]["reverted_by"] = "the turn whose revertTurn took this one out of the context; NULL if none"
+V8 = f"""
+ALTER TABLE turns ADD COLUMN reason VARCHAR;
+ALTER TABLE turns ADD COLUMN reverted_by VARCHAR;
+UPDATE turns SET reason = CASE
+  WHEN status = 'completed' THEN 'completed'
+  WHEN status <> 'failed' THEN NULL
+  WHEN error_kind = 'hookBlocked' THEN 'cancelledByHook'
+  WHEN error_kind = 'internal' THEN 'runtimeStopped'
+  ELSE 'modelError' END;
+CREATE OR REPLACE VIEW turns_v AS
+{_turns_v("t.reason", "t.reverted_by")}
+{_comments("turns_v")}
+CREATE TABLE streaming_items (
+  item_id VARCHAR PRIMARY KEY,
+  conversation_id VARCHAR NOT NULL,
+  turn_id VARCHAR,
+  saved_at TIMESTAMPTZ NOT NULL,
+  payload JSON NOT NULL
+);
+COMMENT ON TABLE streaming_items IS {
+    _quote(
+        "the items of running turns as they stream (an answer, its reasoning, a tool call's arguments), "
+        "saved every second or 4 KiB while they grow; a row goes when its item is logged in items, and the "
+        "rows a killed runtime left are logged there, interrupted, when it starts again"
+    )
+};
+COMMENT ON COLUMN streaming_items.saved_at IS 'when the row was saved: the item as it was then';
+COMMENT ON COLUMN streaming_items.payload IS 'the whole item as JSON, as in items.payload (never in files)';
+"""
+
+MIGRATIONS: tuple[tuple[int, str], ...] = (
+    (1, V1),
+    (2, V2),
+    (3, V3),
+    (4, V4),
+    (5, V5),
+    (6, V6),
+    (7, V7),
+    (8, V8),
+)
 LATEST_VERSION = MIGRATIONS[-1][0]
 
 

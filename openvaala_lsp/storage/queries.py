@@ -197,12 +197,24 @@ def list_turns(
 
 
 def interrupt_running_turns(cur: Cursor, ended_at: dt.datetime) -> list[Turn]:
-    """A write: run by the writer inside its transaction."""
+    """A write: run by the writer inside its transaction. The items they were streaming are logged in
+    the same transaction (`DuckDBStorage.interrupt_running_turns`): their rows go."""
     rows = cur.execute(
-        f"UPDATE turns SET status = 'interrupted', ended_at = ? WHERE status = 'running' RETURNING {TURN_SELECT}",
+        "UPDATE turns SET status = 'interrupted', reason = 'runtimeStopped', ended_at = ?"
+        f" WHERE status = 'running' RETURNING {TURN_SELECT}",
         [ended_at],
     ).fetchall()
+    cur.execute("DELETE FROM streaming_items")
     return sorted((turn_from_row(row) for row in rows), key=lambda turn: (turn.started_at, turn.id))
+
+
+def streaming_payloads(cur: Cursor) -> list[str]:
+    """The items a stopped runtime left streaming, of conversations that still exist, in the order they
+    started (ids are time-ordered)."""
+    rows = cur.execute(
+        "SELECT s.payload FROM streaming_items s JOIN conversations c ON c.id = s.conversation_id ORDER BY s.item_id"
+    ).fetchall()
+    return [payload for (payload,) in rows]
 
 
 # Pending inputs
@@ -324,7 +336,7 @@ def list_model_calls(cur: Cursor, conversation_id: ConversationId, session_id: S
 def delete_conversation(cur: Cursor, conversation_id: ConversationId) -> tuple[bool, list[str]]:
     """A write: run by the writer inside its transaction. Whether the conversation existed, and the
     files it referenced (each goes once no other conversation references it: `BlobStore.collect`)."""
-    for table in ("sessions", "turns", "pending_inputs", "items", "model_calls"):
+    for table in ("sessions", "turns", "pending_inputs", "items", "model_calls", "streaming_items"):
         cur.execute(f"DELETE FROM {table} WHERE conversation_id = ?", [conversation_id])
     files = cur.execute("DELETE FROM blob_refs WHERE conversation_id = ? RETURNING sha256", [conversation_id])
     referenced = sorted({row[0] for row in files.fetchall()})

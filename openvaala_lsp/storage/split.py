@@ -100,6 +100,11 @@ class SplitStorage:
     async def save_turn(self, turn: Turn, *, durable: bool = False, new: bool = False, saved: bool = False) -> None:
         await self._for(turn.conversation_id).save_turn(turn, durable=durable, new=new, saved=saved)
 
+    async def mark_reverted(
+        self, conversation_id: ConversationId, turn_ids: list[TurnId], reverted_by: TurnId | None
+    ) -> None:
+        await self._for(conversation_id).mark_reverted(conversation_id, turn_ids, reverted_by)
+
     async def get_turns(self, conversation_id: ConversationId, turn_ids: list[TurnId]) -> list[Turn]:
         turns: list[Turn] = await self._for(conversation_id).get_turns(conversation_id, turn_ids)
         return turns
@@ -146,6 +151,9 @@ class SplitStorage:
     async def append_item(self, item: Item, *, input_id: str | None = None, durable: bool = False) -> Ordinal:
         ordinal: Ordinal = await self._for(item.conversation_id).append_item(item, input_id=input_id, durable=durable)
         return ordinal
+
+    def save_streaming(self, item: Item) -> None:
+        self._for(item.conversation_id).save_streaming(item)
 
     async def list_items(
         self,

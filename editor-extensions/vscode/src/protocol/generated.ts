@@ -16,11 +16,24 @@ export type ContextUsageSource = "actual" | "estimated" | "unknown";
 export type ConversationEvent = TitleChanged | SessionAdded | SessionUpdated | ConversationUpdated;
 export type TurnStatus = "running" | "completed" | "interrupted" | "failed";
 export type SessionState = "idle" | "running" | "compacting" | "closed";
+export type FileChangeKind = "add" | "update" | "delete" | "move";
 export type ItemStatus =
   "pending" | "streaming" | "awaitingApproval" | "completed" | "withdrawn" | "interrupted";
 export type ItemType =
   "userMessage" | "assistantMessage" | "reasoning" | "toolCall" | "toolResult" | "compaction" | "error";
 export type SessionInputMode = "queue" | "steer" | "interrupt";
+/**
+ * How a turn ended (`schemas/README.md`, "How a turn ends", maps each of the runtime's endings).
+ */
+export type TurnReason =
+  | "completed"
+  | "userInterrupt"
+  | "runtimeStopped"
+  | "modelError"
+  | "toolError"
+  | "maxTokens"
+  | "limitReached"
+  | "cancelledByHook";
 export type Order = "asc" | "desc";
 /**
  * Discriminated by `type`.
@@ -468,6 +481,26 @@ export interface ExportedTable {
   name: string;
   rows: number;
 }
+/**
+ * One file's change (PROTOCOL.md `FileChange`): what a tool did to it, or a whole turn. `path` (and `moved_from`) are absolute; `diff` is unified with context, capped with a marker, None for a binary file; `skipped` lists what a turn's diff could not see.
+ */
+export interface FileChange {
+  additions: number;
+  binary?: boolean;
+  deletions: number;
+  diff?: string;
+  kind: FileChangeKind;
+  movedFrom?: string;
+  path: string;
+  skipped?: SkippedFile[];
+}
+/**
+ * A file a checkpoint or a diff left out, and why (too large, too many files, unreadable).
+ */
+export interface SkippedFile {
+  path: string;
+  why: string;
+}
 export interface ForkConversationParams {
   beforeTurnId?: string | null;
   conversationId: string;
@@ -568,6 +601,7 @@ export interface ToolCall {
 }
 export interface ToolResult {
   callId: string;
+  fileChanges?: FileChange[];
   isError: boolean;
   name: string;
 }
@@ -602,6 +636,8 @@ export interface Turn {
   error?: ErrorInfo;
   id: string;
   model?: ModelRef;
+  reason?: TurnReason;
+  revertedBy?: string;
   sessionId: string;
   startedAt: string;
   status: TurnStatus;
