@@ -20,7 +20,8 @@ LAYERS: list[set[str]] = [
     # domain types, the run directory fronts and the host share: stdlib + attrs
     {"__init__", "paths", "logs", "model", "rundir"},
     # what travels between the processes (frames, compact JSON, the hello, the LSP client); models and agents
-    {"definitions", "wire"},
+    # a file's change as a capped, counted diff (file tools and checkpoints alike)
+    {"definitions", "wire", "file_diff"},
     {"tools", "storage", "providers"},  # the runtime's parts, each knowing nothing of the others
     {"hooks", "mcp"},  # hooks run like tools; MCP servers as tool sources, and their public shapes
     {"protocol"},  # wire types (params, results, events, errors), the converter, the method table
