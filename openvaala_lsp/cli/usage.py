@@ -1,4 +1,5 @@
-"""`openvaala usage [day|model|project|conversation|agent]`: where the tokens and the money went.
+"""`openvaala usage [day|model|project|conversation|agent]`: where the tokens and the money went, and
+the lines of files the agent changed meanwhile.
 
 Each report is one read-only query of `model_calls_v` (`storage/reports.py`), run like `openvaala sql`:
 through the runtime host's `openvaala/query` (on a cursor and thread of its own, so a running turn
@@ -34,6 +35,8 @@ SHOWN = (
     ("output_tokens", "output"),
     ("reasoning_tokens", "reasoning"),
     ("total_tokens", "total"),
+    ("lines_added", "+lines"),  # what the agent's tools changed in files, beside what it cost
+    ("lines_deleted", "-lines"),
 )
 
 

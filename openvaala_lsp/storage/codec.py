@@ -67,9 +67,9 @@ def item_from_json(text: str) -> Item:
 
 
 # Big strings in files (`blobs.py`): every image, and then the longest strings of an item (a text
-# part, a tool call's arguments, the provider's data) until its row is at most `ROW_BYTES`. In the
-# payload such a string's place holds `{"blob": "<sha256>", "bytes": N}`, e.g. an image part is
-# `{"type": "image", "mime_type": "image/png", "data": {"blob": "…", "bytes": 6990508}}`.
+# part, a tool call's arguments, the provider's data, a file change's diff) until its row is at most
+# `ROW_BYTES`. In the payload such a string's place holds `{"blob": "<sha256>", "bytes": N}`, e.g. an
+# image part is `{"type": "image", "mime_type": "image/png", "data": {"blob": "…", "bytes": 6990508}}`.
 #
 # Why rows stay small: reading items, DuckDB holds the strings of thousands of neighbouring rows at
 # once, whatever the LIMIT (measured: 4,096 rows of 30 KB need more than a 64 MB memory_limit, 10,000
@@ -104,7 +104,17 @@ def _slots(value: dict[str, Any]) -> list[tuple[Any, Any, bool]]:
         slots.append((call, "arguments", False))
     if value.get("provider_data"):
         slots.append((value, "provider_data", False))
+    for change in _file_changes(value):
+        if isinstance(change.get("diff"), str):
+            slots.append((change, "diff", False))
     return slots
+
+
+def _file_changes(value: dict[str, Any]) -> list[dict[str, Any]]:
+    """The file changes of an unstructured tool result (their diffs may be big strings)."""
+    result = value.get("tool_result")
+    changes: list[dict[str, Any]] = (result or {}).get("file_changes") or []
+    return changes
 
 
 def seal(value: dict[str, Any]) -> tuple[str, list[Blob]]:
@@ -160,6 +170,12 @@ def unseal(text: str, load: Loader) -> Item:
     if isinstance(reference := value.get("provider_data"), dict):
         data = load(reference["blob"])
         value["provider_data"] = json.loads(data) if data is not None else None
+    for change in _file_changes(value):
+        if isinstance(reference := change.get("diff"), dict):
+            data = load(reference["blob"])
+            change["diff"] = (
+                data if data is not None else f"[diff unavailable: its file {reference['blob']} is missing]"
+            )
     item: Item = _payload.structure(value, Item)
     return item
 
@@ -426,6 +442,46 @@ def item_row(item: Item, ordinal: Ordinal, input_id: str | None, payload: str | 
 def logged_item_from_row(row: Row, load: Loader) -> LoggedItem:
     ordinal, payload = row
     return LoggedItem(ordinal=ordinal, item=unseal(payload, load))
+
+
+# File changes: one row per FileChange a tool result reports (`file_changes`), appended with the item;
+# the diff stays in the item's payload. `seq` (append order) comes from a sequence DEFAULT.
+FILE_CHANGE_COLUMNS = (
+    "conversation_id",
+    "turn_id",
+    "item_id",
+    "tool",
+    "path",
+    "kind",
+    "moved_from",
+    "additions",
+    "deletions",
+    "is_binary",
+    "changed_at",
+)
+
+
+def file_change_rows(item: Item) -> list[Row]:
+    result = item.tool_result
+    if result is None or not result.file_changes:
+        return []
+    at = as_utc(item.created_at)
+    return [
+        (
+            item.conversation_id,
+            item.turn_id,
+            item.id,
+            result.name,
+            change.path,
+            change.kind.value,
+            change.moved_from,
+            change.additions,
+            change.deletions,
+            bool(change.binary),
+            at,
+        )
+        for change in result.file_changes
+    ]
 
 
 # Items of running turns as they stream (`streaming_items`): replaced at each save, deleted once the item

@@ -43,6 +43,7 @@ from openvaala_lsp.storage.codec import (
     ACTIVITY_COLUMNS,
     BLOB_REF_COLUMNS,
     CONVERSATIONS,
+    FILE_CHANGE_COLUMNS,
     ITEM_COLUMNS,
     MODEL_CALL_COLUMNS,
     PENDING_INPUTS,
@@ -53,6 +54,7 @@ from openvaala_lsp.storage.codec import (
     Row,
     as_utc,
     conversation_row,
+    file_change_rows,
     item_row,
     model_call_row,
     pending_row,
@@ -414,6 +416,8 @@ class DuckDBStorage:
         ordinal = self._take_ordinal(item.conversation_id)
         row = item_row(item, ordinal, input_id, payload)
         ops = self._with_files([Append("items", ITEM_COLUMNS, [row])], [(item, found)])
+        if changes := file_change_rows(item):  # in the commit that logs the result reporting them
+            ops.append(Append("file_changes", FILE_CHANGE_COLUMNS, changes))
         if item.id in self._streaming:  # its streaming row goes in the commit that logs it
             self._streaming.discard(item.id)
             ops.append(Delete(STREAMING_ITEMS, item.id))

@@ -566,6 +566,110 @@ COMMENT ON COLUMN streaming_items.saved_at IS 'when the row was saved: the item 
 COMMENT ON COLUMN streaming_items.payload IS 'the whole item as JSON, as in items.payload (never in files)';
 """
 
+# What the agent changed in files: one row per file a tool's result reports changed (`FileChange`),
+# written in the commit that logs the result, so SQL sees the lines changed by day, project and model.
+# A fork's copied items add none: the change was made once.
+_CHANGE_DOCS = {
+    "path": "the file's absolute path (after a move, the new one)",
+    "kind": "add, update, delete or move",
+    "moved_from": "a moved file's old path; NULL otherwise",
+    "additions": "lines added (0 for a binary file)",
+    "deletions": "lines deleted (0 for a binary file)",
+    "is_binary": "true: a binary file, named but not diffed",
+}
+DOCS["file_changes_v"] = (
+    "One row per file a tool call changed (write_file, edit, ...), with its turn's workspace, agent and model.",
+    {
+        "seq": "append order of the row in this database (increases, never repeats)",
+        "changed_at": "when the tool's result was made",
+        "day": "UTC date of changed_at",
+        "workspace": "the workspace folder (project) of the turn's calls",
+        "conversation_id": "the conversation",
+        "session_id": "the session",
+        "parent_session_id": "the parent session of a sub-agent; NULL for a main session",
+        "turn_id": "the turn",
+        "item_id": "the toolResult item that reports the change (items.item_id)",
+        "tool": "the tool that made it",
+        "agent": "the session's agent",
+        "provider": "the turn's model's provider",
+        "model": "the turn's model",
+        **_CHANGE_DOCS,
+    },
+)
+DOCS["lines_changed_daily"] = (
+    "Lines the agent's tool calls changed, summed per UTC day, workspace, agent, provider and model.",
+    {
+        "day": "UTC date",
+        "workspace": "the workspace folder",
+        "agent": "the agent",
+        "provider": "the provider",
+        "model": "the model",
+        "files": "distinct files changed",
+        "changes": "file changes (a file changed by three calls counts three)",
+        "additions": "lines added",
+        "deletions": "lines deleted",
+    },
+)
+V9 = f"""
+CREATE SEQUENCE file_change_seq;
+CREATE TABLE file_changes (
+  seq BIGINT NOT NULL DEFAULT nextval('file_change_seq'),
+  conversation_id VARCHAR NOT NULL,
+  turn_id VARCHAR,
+  item_id VARCHAR NOT NULL,
+  tool VARCHAR NOT NULL,
+  path VARCHAR NOT NULL,
+  kind VARCHAR NOT NULL,
+  moved_from VARCHAR,
+  additions BIGINT NOT NULL,
+  deletions BIGINT NOT NULL,
+  is_binary BOOLEAN NOT NULL,
+  changed_at TIMESTAMPTZ NOT NULL
+);
+COMMENT ON TABLE file_changes IS {
+    _quote(
+        "one row per file a tool call changed, as its toolResult item reports it (items.payload has the "
+        "diff: tool_result.file_changes); file_changes_v adds the turn's workspace, agent and model"
+    )
+};
+{"".join(f"COMMENT ON COLUMN file_changes.{column} IS {_quote(doc)};{chr(10)}" for column, doc in _CHANGE_DOCS.items())}
+CREATE VIEW file_changes_v AS
+WITH calls AS (
+  SELECT turn_id, any_value(workspace) AS workspace FROM model_calls
+  WHERE turn_id IN (SELECT turn_id FROM file_changes) GROUP BY turn_id
+)
+SELECT
+  f.seq,
+  f.changed_at,
+  {_utc_day("f.changed_at")} AS day,
+  c.workspace,
+  f.conversation_id,
+  t.session_id,
+  s.parent_session_id,
+  f.turn_id,
+  f.item_id,
+  f.tool,
+  s.agent_name AS agent,
+  t.model_provider AS provider,
+  t.model_name AS model,
+  f.path,
+  f.kind,
+  f.moved_from,
+  f.additions,
+  f.deletions,
+  f.is_binary
+FROM file_changes f LEFT JOIN turns t ON t.id = f.turn_id LEFT JOIN sessions s ON s.id = t.session_id
+  LEFT JOIN calls c ON c.turn_id = f.turn_id;
+
+CREATE VIEW lines_changed_daily AS
+SELECT day, workspace, agent, provider, model,
+  count(DISTINCT path) AS files,
+  count(*) AS changes,
+  sum(additions)::BIGINT AS additions,
+  sum(deletions)::BIGINT AS deletions
+FROM file_changes_v GROUP BY ALL;
+{_comments("file_changes_v")}{_comments("lines_changed_daily")}"""
+
 MIGRATIONS: tuple[tuple[int, str], ...] = (
     (1, V1),
     (2, V2),
@@ -575,6 +679,7 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
     (6, V6),
     (7, V7),
     (8, V8),
+    (9, V9),
 )
 LATEST_VERSION = MIGRATIONS[-1][0]
 

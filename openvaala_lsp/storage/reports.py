@@ -1,6 +1,7 @@
 """The standard usage reports of `openvaala usage`, as data: each one is a grouping of `model_calls_v`
-(schemas/README.md, "Usage analytics"), so a report's figures are what a user's own SQL on that view
-gives. `report_sql` makes one read-only statement with positional parameters for `openvaala/query`.
+(schemas/README.md, "Usage analytics") beside the same grouping of `file_changes_v` (the lines the
+agent's tools changed), so a report's figures are what a user's own SQL on those views gives.
+`report_sql` makes one read-only statement with positional parameters for `openvaala/query`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,10 @@ _MEASURES_SQL = f"""count(*) AS calls,
   count(*) - count(currency) AS unpriced_calls,
   count_if(usage_estimated) AS estimated_calls,
   count(error) AS failed_calls"""  # cheap forms: a price comes with a currency, a failure with an error
+LINES = ("lines_added", "lines_deleted", "files_changed")
+_LINES_SQL = """sum(additions)::BIGINT AS lines_added,
+  sum(deletions)::BIGINT AS lines_deleted,
+  count(DISTINCT path) AS files_changed"""
 
 
 @attrs.frozen
@@ -70,15 +75,16 @@ class Filters:
     project: str | None = None  # a workspace folder: calls in it or in a folder below it
 
 
-def where(filters: Filters) -> tuple[str, list[Any]]:
-    """The WHERE clause (empty when unfiltered) and its parameters, over `model_calls_v`."""
+def where(filters: Filters, time: str = "started_at") -> tuple[str, list[Any]]:
+    """The WHERE clause (empty when unfiltered) and its parameters, over `model_calls_v` (or another
+    view with a workspace, whose time column is `time`)."""
     clauses: list[str] = []
     parameters: list[Any] = []
     if filters.since is not None:
-        clauses.append("started_at >= ?::TIMESTAMPTZ")
+        clauses.append(f"{time} >= ?::TIMESTAMPTZ")
         parameters.append(_rfc3339(filters.since))
     if filters.until is not None:
-        clauses.append("started_at < ?::TIMESTAMPTZ")
+        clauses.append(f"{time} < ?::TIMESTAMPTZ")
         parameters.append(_rfc3339(filters.until))
     if filters.project is not None:
         root = filters.project.rstrip("/") or "/"
@@ -90,12 +96,21 @@ def where(filters: Filters) -> tuple[str, list[Any]]:
 def report_sql(report: Report, filters: Filters, limit: int | None = None) -> tuple[str, list[Any]]:
     """One statement: the report's rows, ordered, at most `limit` (else the report's own) rows."""
     condition, parameters = where(filters)
+    changed, changed_parameters = where(filters, "changed_at")
     columns = ", ".join((*report.keys, *report.extra))
-    sql = f"SELECT {columns},\n  {_MEASURES_SQL}\nFROM model_calls_v{condition}\nGROUP BY ALL"
+    # the lines changed in the same groups and window; a group without calls there is left out
+    same = " AND ".join(f"l.{name} IS NOT DISTINCT FROM r.{name}" for name in report.key_names)
+    lines = ", ".join(f"coalesce(l.{column}, 0) AS {column}" for column in LINES)
+    sql = (
+        f"WITH r AS (SELECT {columns},\n  {_MEASURES_SQL}\nFROM model_calls_v{condition}\nGROUP BY ALL),\n"
+        f"l AS (SELECT {', '.join(report.keys)},\n  {_LINES_SQL}\nFROM file_changes_v{changed}\nGROUP BY ALL)\n"
+        f"SELECT r.*, {lines}\nFROM r LEFT JOIN l ON {same}"
+    )
+    parameters += changed_parameters
     if report.name == "conversation":  # the title is the conversation's, never a call's
         sql = (
-            f"WITH r AS ({sql})\nSELECT r.conversation_id, c.title, r.* EXCLUDE (conversation_id)\n"
-            "FROM r LEFT JOIN conversations c ON c.id = r.conversation_id"
+            f"WITH j AS ({sql})\nSELECT j.conversation_id, c.title, j.* EXCLUDE (conversation_id)\n"
+            "FROM j LEFT JOIN conversations c ON c.id = j.conversation_id"
         )
     sql += f"\nORDER BY {report.order}"
     rows = limit if limit is not None else report.limit
