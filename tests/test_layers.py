@@ -22,7 +22,8 @@ LAYERS: list[set[str]] = [
     # what travels between the processes (frames, compact JSON, the hello, the LSP client); models and agents
     # a file's change as a capped, counted diff (file tools and checkpoints alike)
     {"definitions", "wire", "file_diff"},
-    {"tools", "storage", "providers"},  # the runtime's parts, each knowing nothing of the others
+    # the runtime's parts, each knowing nothing of the others (checkpoints: the workspace's shadow repositories)
+    {"tools", "storage", "providers", "checkpoints"},
     {"hooks", "mcp"},  # hooks run like tools; MCP servers as tool sources, and their public shapes
     {"protocol"},  # wire types (params, results, events, errors), the converter, the method table
     {"config"},  # definitions from files, read with the converter's wire names
