@@ -190,7 +190,7 @@ async def _run(plan: PlannedCall, tools: dict[str, Tool], items: TurnItems, hook
         after = await hooks.fire("postToolUse", payload, call.name)
         feedback = [after.reason] if after.blocked and after.reason else []
         text = "\n\n".join([output.text, *feedback, *after.additional_context])
-        output = ToolOutput(text=text, is_error=output.is_error)
+        output = attrs.evolve(output, text=text)
     except asyncio.CancelledError:
         await _stop(running)
         _fill(item, plan, ToolOutput(text=INTERRUPTED_TOOL_TEXT, is_error=True), notes=False)
@@ -222,11 +222,13 @@ async def _first_of(running: asyncio.Future[ToolOutput], items: TurnItems) -> No
 
 
 def _fill(item: Item, plan: PlannedCall, output: ToolOutput, *, notes: bool = True) -> None:
-    """A result item's text: the output, after the notes for the model (`plan.said`)."""
+    """A result item's text: the output, after the notes for the model (`plan.said`); and what the
+    call changed on disk."""
     assert item.tool_result is not None
     said = plan.said if notes else []
     item.content = [Content(type="text", text="\n\n".join([*said, output.text]))]
     item.tool_result.is_error = output.is_error
+    item.tool_result.file_changes = output.file_changes  # for people and editors: not in the model's text
 
 
 async def _stop(running: asyncio.Future[ToolOutput] | None) -> None:

@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 import attrs
 
+from openvaala_lsp.model import FileChange
 from openvaala_lsp.tools.process import Started
 from openvaala_lsp.tools.protected import Protected
 
@@ -73,8 +74,10 @@ class ToolContext:
 
 @attrs.define(kw_only=True)
 class ToolOutput:
-    text: str
+    text: str  # what the model reads
     is_error: bool = False
+    # what the call changed on disk, for people and editors (the model reads `text`, not the diffs)
+    file_changes: list[FileChange] | None = None
 
 
 DEFAULT_TIME_LIMIT = 120.0

@@ -8,6 +8,8 @@ import os
 import stat
 from typing import IO, Any
 
+from openvaala_lsp.file_diff import change_between
+from openvaala_lsp.model import FileChange
 from openvaala_lsp.tools.base import OpenBuffer, ToolContext, ToolOutput
 from openvaala_lsp.tools.common import LocalTool, StopFlag, ToolFailure, run_in_thread
 from openvaala_lsp.tools.paths import resolve_path, writable_path
@@ -178,17 +180,22 @@ class ReadFileTool(LocalTool):
         return ToolOutput(text=text)
 
 
-def _write(path: str, real: str, content: str) -> str:
+def _changes(real: str, before: bytes | None, after: bytes) -> list[FileChange] | None:
+    change = change_between(real, before, after)
+    return None if change is None else [change]
+
+
+def _write(path: str, real: str, content: str) -> ToolOutput:
     if os.path.isdir(real):
         raise ToolFailure(f"is a directory, not a file: {path}")
-    existed = os.path.exists(real)
+    before = _disk_bytes(path, real)  # what the diff is against
     os.makedirs(os.path.dirname(real), exist_ok=True)
     data = content.encode("utf-8")
     # Written in place, so the file keeps its mode, owner and hard links.
     with _open_regular(path, real, "wb") as file:
         file.write(data)
-    verb = "Overwrote" if existed else "Created"
-    return f"{verb} {real} ({len(data)} bytes)"
+    verb = "Overwrote" if before is not None else "Created"
+    return ToolOutput(text=f"{verb} {real} ({len(data)} bytes)", file_changes=_changes(real, before, data))
 
 
 class WriteFileTool(LocalTool):
@@ -216,11 +223,13 @@ class WriteFileTool(LocalTool):
         content: str = arguments["content"]
         buffer = context.buffers(real)
 
-        def write(stop: StopFlag) -> str:
+        def write(stop: StopFlag) -> ToolOutput:
             unsaved = _unsaved_note(path, real, buffer)
-            return _write(path, real, content) + unsaved
+            output = _write(path, real, content)
+            output.text += unsaved
+            return output
 
-        return ToolOutput(text=await run_in_thread(write))
+        return await run_in_thread(write)
 
 
 SNIPPET_CONTEXT = 3
@@ -237,7 +246,7 @@ def _snippet(content: str, start: int, length: int) -> str:
     return "\n".join(_number(number, _clip(lines[number - 1])) for number in range(low, high + 1))
 
 
-def _edit(path: str, real: str, old: str, new: str, replace_all: bool) -> str:
+def _edit(path: str, real: str, old: str, new: str, replace_all: bool) -> ToolOutput:
     _existing_file(path, real)
     with _open_regular(path, real, "rb") as file:
         data = file.read()
@@ -266,10 +275,12 @@ def _edit(path: str, real: str, old: str, new: str, replace_all: bool) -> str:
         )
     first = content.find(old)
     updated = content.replace(old, new) if replace_all else content.replace(old, new, 1)
+    after = updated.encode("utf-8")
     with _open_regular(path, real, "wb") as file:
-        file.write(updated.encode("utf-8"))
+        file.write(after)
     done = f"Replaced {count} occurrences" if replace_all and count > 1 else "Replaced 1 occurrence"
-    return f"{done} in {real}.\n{_snippet(updated, first, len(new))}"
+    text = f"{done} in {real}.\n{_snippet(updated, first, len(new))}"
+    return ToolOutput(text=text, file_changes=_changes(real, data, after))
 
 
 class EditTool(LocalTool):
@@ -308,8 +319,10 @@ class EditTool(LocalTool):
         replace_all: bool = arguments["replace_all"]
         buffer = context.buffers(real)
 
-        def edit(stop: StopFlag) -> str:
+        def edit(stop: StopFlag) -> ToolOutput:
             unsaved = _unsaved_note(path, real, buffer)
-            return _edit(path, real, old, new, replace_all) + unsaved
+            output = _edit(path, real, old, new, replace_all)
+            output.text += unsaved
+            return output
 
-        return ToolOutput(text=await run_in_thread(edit))
+        return await run_in_thread(edit)
