@@ -74,9 +74,17 @@ def _entries(repo: ShadowRepo, old_tree: str, new_tree: str) -> list[_Entry]:
     return entries
 
 
-def _patches(repo: ShadowRepo, old_tree: str, new_tree: str, budget: list[int]) -> Iterable[str]:
-    """Each changed file's unified diff, in the order `_entries` lists them, cut to the limits;
-    `budget` holds the bytes the answer may still take."""
+def _patches(repo: ShadowRepo, old_tree: str, new_tree: str, budget: list[int]) -> dict[str, str]:
+    """Each changed file's unified diff by its (new) path, cut to the limits; `budget` holds the
+    bytes the answer may still take. A file that changed type (a file made a symlink) comes as two
+    diffs, a removal and an addition: the addition's is kept."""
+    found: dict[str, str] = {}
+    for path, text in _blocks(repo, old_tree, new_tree, budget):
+        found[path] = text
+    return found
+
+
+def _blocks(repo: ShadowRepo, old_tree: str, new_tree: str, budget: list[int]) -> Iterable[tuple[str, str]]:
     argv = [repo.executable, *git.config_arguments(), "diff-tree", "-r", "-p", "--no-ext-diff", "--no-textconv"]
     argv += ["--no-color", "--find-renames", "-U3", old_tree, new_tree]
     process = subprocess.Popen(
@@ -93,12 +101,12 @@ def _patches(repo: ShadowRepo, old_tree: str, new_tree: str, budget: list[int]) 
         for raw in process.stdout:
             if raw.startswith(b"diff --git "):
                 if current is not None:
-                    yield current.text(budget)
-                current = _Cut()
+                    yield current.path(), current.text(budget)
+                current = _Cut(raw)
             if current is not None:
                 current.add(raw)
         if current is not None:
-            yield current.text(budget)
+            yield current.path(), current.text(budget)
     finally:
         process.stdout.close()
         process.wait()
@@ -107,12 +115,27 @@ def _patches(repo: ShadowRepo, old_tree: str, new_tree: str, budget: list[int]) 
 class _Cut:
     """One file's diff as it is read, kept up to the limits; what is past them only counted."""
 
-    def __init__(self) -> None:
+    def __init__(self, header: bytes) -> None:
+        self.header = header
+        self.renamed_to: bytes | None = None
         self.lines: list[bytes] = []
         self.size = 0
         self.left_out = 0
 
+    def path(self) -> str:
+        """The file's path after the change: a rename's target, else the header's (`a/P b/P`)."""
+        if self.renamed_to is not None:
+            return os.fsdecode(_unquote(self.renamed_to))
+        rest = self.header[len(b"diff --git ") :].rstrip(b"\n")
+        if rest.startswith(b'"'):  # C-quoted sides: `"a/P" "b/P"`, or one side quoted
+            end = _quoted_end(rest)
+            return os.fsdecode(_unquote(rest[end + 1 :].lstrip(b" "))[2:])
+        half = (len(rest) - 5) // 2  # `a/P b/P`: the same P on both sides (renames said so above)
+        return os.fsdecode(rest[half + 5 :])
+
     def add(self, line: bytes) -> None:
+        if line.startswith(b"rename to "):  # a line of the diff's text starts with a sign
+            self.renamed_to = line[len(b"rename to ") :].rstrip(b"\n")
         if self.left_out or len(self.lines) >= READ_DIFF_LINES or self.size + len(line) > READ_DIFF_BYTES:
             self.left_out += 1
             return
@@ -130,6 +153,41 @@ class _Cut:
         return text
 
 
+_ESCAPES = {b"a": 7, b"b": 8, b"t": 9, b"n": 10, b"v": 11, b"f": 12, b"r": 13, b'"': 34, b"\\": 92}
+
+
+def _quoted_end(text: bytes) -> int:
+    """Where the C-quoted string that `text` starts with ends (its closing quote)."""
+    at = 1
+    while at < len(text):
+        if text[at : at + 1] == b"\\":
+            at += 2
+            continue
+        if text[at : at + 1] == b'"':
+            return at
+        at += 1
+    return len(text) - 1
+
+
+def _unquote(text: bytes) -> bytes:
+    """A path as git prints it: bare, or C-quoted (`"a\\tb"`, octal escapes for bytes)."""
+    if not text.startswith(b'"'):
+        return text
+    body, out, at = text[1 : _quoted_end(text)], bytearray(), 0
+    while at < len(body):
+        char = body[at : at + 1]
+        if char == b"\\" and body[at + 1 : at + 4].isdigit():
+            out.append(int(body[at + 1 : at + 4], 8))
+            at += 4
+        elif char == b"\\":
+            out.append(_ESCAPES.get(body[at + 1 : at + 2], body[at + 1]))
+            at += 2
+        else:
+            out += char
+            at += 1
+    return bytes(out)
+
+
 def diff(
     repo: ShadowRepo, old: Checkpoint, new: Checkpoint, *, patches: bool = True, budget: list[int] | None = None
 ) -> list[FileChange]:
@@ -138,10 +196,10 @@ def diff(
     entries = _entries(repo, old.tree, new.tree) if old.tree != new.tree else []
     if patches and entries:
         budget = budget if budget is not None else [MAX_TOTAL_DIFF_BYTES]
-        texts = list(_patches(repo, old.tree, new.tree, budget))
-        for entry, text in zip(entries, texts, strict=False):
+        texts = _patches(repo, old.tree, new.tree, budget)
+        for entry in entries:
             if not entry.binary:
-                entry.diff = text
+                entry.diff = texts.get(entry.path, "")
     before_skipped = {entry.path: entry for entry in old.skipped}
     after_skipped = {entry.path: entry for entry in new.skipped}
     changes: dict[str, FileChange] = {}

@@ -247,6 +247,14 @@ class ShadowRepo:
                 found[(parts[3], parts[4])] = commit
         return found
 
+    def delete_refs(self, conversation_id: str) -> None:
+        """Forgets every checkpoint of a conversation (deleted): its snapshots are kept no longer."""
+        with self.locked():
+            refs = self.git("for-each-ref", "--format=%(refname)", ref_name(conversation_id) + "/").decode()
+            commands = "".join(f"delete {ref}\n" for ref in refs.split())
+            if commands:
+                self.git("update-ref", "--stdin", stdin=commands.encode())
+
     def has_refs(self, conversation_id: str) -> bool:
         """Whether any checkpoint of the conversation is here (the refs are loose: never packed)."""
         try:

@@ -18,9 +18,16 @@ class CheckpointStore:
     def __init__(self, root: str | None = None, *, limits: Limits | None = None, state: git.GitState | None = None):
         self.root = root if root is not None else os.path.join(os.fspath(paths.data_dir()), "checkpoints")
         self.limits = limits or Limits()
-        self.state = state if state is not None else git.state()
+        self._state = state
         self._repos: dict[str, ShadowRepo] = {}
         self._lock = threading.Lock()
+
+    @property
+    def state(self) -> git.GitState:
+        """Whether git is there (probed on first use: not at the runtime's start)."""
+        if self._state is None:
+            self._state = git.state()
+        return self._state
 
     @property
     def usable(self) -> bool:
@@ -68,3 +75,8 @@ class CheckpointStore:
                 if repo.has_refs(conversation_id):
                     found.append(repo)
         return found
+
+    def forget(self, conversation_id: str) -> None:
+        """Deletes the checkpoints of a conversation (deleted) from every repository."""
+        for repo in self.repos_of(conversation_id):
+            repo.delete_refs(conversation_id)

@@ -204,3 +204,36 @@ def test_large_diffs_are_cut_with_a_marker(store: CheckpointStore, workspace: Pa
     assert change.additions == 5000 and change.diff is not None
     assert "[diff cut:" in change.diff.splitlines()[-1]
     assert change.diff.count("\n") < 2100
+
+
+def test_odd_names_a_type_change_and_a_mode_change_each_get_their_own_diff(
+    store: CheckpointStore, workspace: Path
+) -> None:
+    """Names git quotes, and names whose header `a/P b/P` could be split elsewhere: each file's diff
+    is its own."""
+    names = ['we"ird', "tab\there", "new\nline", "ünïcode b/x b/y.txt", "sp ace b/sp ace"]
+    for name in names:
+        (workspace / name).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / name).write_text("first\nsecond\nthird\n")
+    (workspace / "link").write_text("a file\n")
+    (workspace / "run").write_text("echo\n")
+    repo = store.repo(str(workspace))
+    before = repo.snapshot()
+    for name in names:
+        (workspace / name).write_text(f"first\nsecond\nthird\n{name!r}\n")
+    (workspace / "link").unlink()
+    (workspace / "link").symlink_to("run")
+    (workspace / "run").chmod(0o755)
+    (workspace / 'we"ird').rename(workspace / 're named"')
+    changes = by_path(diffs.diff(repo, before, repo.snapshot()), workspace)
+    assert set(changes) == {*names[1:], 're named"', "link", "run"}
+    for name in names[1:]:
+        assert changes[name].diff == f"@@ -1,3 +1,4 @@\n first\n second\n third\n+{name!r}\n", name
+    moved = changes['re named"']
+    assert (
+        moved.kind is FileChangeKind.MOVE and moved.diff == f"@@ -1,3 +1,4 @@\n first\n second\n third\n+{names[0]!r}\n"
+    )
+    # a file made a symlink: the symlink's side is shown
+    assert changes["link"].kind is FileChangeKind.UPDATE
+    assert changes["link"].diff == "@@ -0,0 +1 @@\n+run\n\\ No newline at end of file\n"
+    assert changes["run"].kind is FileChangeKind.UPDATE and changes["run"].diff == ""  # made executable
