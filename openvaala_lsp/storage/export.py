@@ -6,11 +6,13 @@ so many people's exports pool in one folder or bucket. Tables:
 - `model_calls`: `model_calls_v`, the calls appended since the last export to DIR, by `seq`, which
   grows in commit order (one writer), so a snapshot sees every call up to its largest `seq`;
 - `turns`: `turns_v`, the turns that have ended and were not exported to DIR yet;
-- `compactions`: `compactions_v`, likewise.
+- `compactions`: `compactions_v`, likewise;
+- `file_changes`: `file_changes_v`, the changes not exported to DIR yet (paths and line counts, no diffs).
 A turn changes until it ends, and a fork copies turns and items with their old times, so neither a
 sequence nor a time says what is new there: the ids exported are kept (`exported_rows`) and left out
-next time. Aggregates (`usage_daily`, `sessions_tree`, `context_usage`) are not exported: increments
-of them would add up wrong, and each is one query over the tables above.
+next time (a file change's `seq` as its id). Aggregates (`usage_daily`, `lines_changed_daily`,
+`sessions_tree`, `context_usage`) are not exported: increments of them would add up wrong, and each
+is one query over the tables above.
 
 The watermark is written after the files: the ids (in chunks, so a turn's writes never queue behind
 a first export's hundred thousand rows), then the row of `exports`, which makes them count. An
@@ -118,6 +120,15 @@ TABLES = (
         (),
         True,
     ),
+    # no watermark column of its own in `exports`: its rows' seqs are tracked like ids
+    _Table(
+        "file_changes",
+        "file_changes_v",
+        "seq",
+        f"SELECT seq FROM file_changes WHERE seq::VARCHAR {_NOT_EXPORTED.format(kind='file_changes')}",
+        (),
+        True,
+    ),
 )
 
 
@@ -144,7 +155,7 @@ def export(cursor: duckdb.DuckDBPyConnection, database: str, request: ExportRequ
                 bounds = [request.directory] if table.tracked else [last_seq, through_seq]
                 if table.tracked:  # the same snapshot gives the COPY below the same rows
                     ids = cursor.execute(table.new, bounds).fetchall()
-                    exported += [(request.directory, number, table.name, key) for (key,) in ids]
+                    exported += [(request.directory, number, table.name, str(key)) for (key,) in ids]
                 tables.append(_write(cursor, writer, table, bounds, request, Path(request.directory), prefix))
         finally:
             writer.close()

@@ -79,12 +79,22 @@ async def test_export_usage_writes_parquet_and_only_new_rows_next_time(
     out = tmp_path / "pool"
     first = await agent.call("exportUsage", {"directory": str(out), "machine": "m1", "user": "alice"})
     assert first["number"] == 1 and (first["machine"], first["user"], first["redacted"]) == ("m1", "alice", False)
-    assert {t["name"]: t["rows"] for t in first["tables"]} == {"model_calls": 1, "turns": 1, "compactions": 0}
+    assert {t["name"]: t["rows"] for t in first["tables"]} == {
+        "model_calls": 1,
+        "turns": 1,
+        "compactions": 0,
+        "file_changes": 0,
+    }
     provider.enqueue("openai-chat", ChatStream().text("two").finish(usage=USAGE).response())
     await session.submit("again")
     await session.turn_completed(2)
     second = await agent.call("exportUsage", {"directory": str(out), "machine": "m1", "user": "alice", "redact": True})
-    assert {t["name"]: t["rows"] for t in second["tables"]} == {"model_calls": 1, "turns": 1, "compactions": 0}
+    assert {t["name"]: t["rows"] for t in second["tables"]} == {
+        "model_calls": 1,
+        "turns": 1,
+        "compactions": 0,
+        "file_changes": 0,
+    }
     with duckdb.connect() as con:
         rows = con.sql(
             f"SELECT machine, \"user\", cost, day FROM read_parquet('{out}/model_calls/**/*.parquet') ORDER BY seq"
