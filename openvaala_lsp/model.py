@@ -436,6 +436,7 @@ class SessionRuntimeInfo:
     active_turn_model: ModelSelection | None = None
     last_turn_id: TurnId | None = None
     last_turn_status: TurnStatus | None = None
+    last_turn_reason: TurnReason | None = None
     context: ContextUsage = attrs.Factory(ContextUsage)
     usage: TokenUsage = attrs.Factory(TokenUsage)
 

@@ -136,6 +136,27 @@ async def test_a_logged_item_leaves_no_streaming_row(tmp_path: Path) -> None:
         await storage.close()
 
 
+async def test_a_save_after_the_item_is_logged_never_logs_it_twice(tmp_path: Path) -> None:
+    """A late save (a timer racing the item's end) leaves a row behind: the next start skips it."""
+    path = tmp_path / "s.duckdb"
+    storage = await opened(path, "conv_a")
+    done = answer("item_1", "whole")
+    done.status = ItemStatus.COMPLETED
+    await storage.append_item(done)
+    await storage.flush()
+    late = answer("item_1", "who")
+    storage.save_streaming(late)
+    await storage.flush()
+    await storage.close()
+    storage = await DuckDBStorage.open(str(path))
+    try:
+        await storage.interrupt_running_turns(at(9))
+        assert await logged(storage) == [(1, "item_1", ItemStatus.COMPLETED, "whole")]
+    finally:
+        await storage.close()
+    assert rows(path, "SELECT count(*) FROM streaming_items") == [(0,)]
+
+
 async def test_a_long_partial_answer_goes_to_its_file_once_logged(tmp_path: Path) -> None:
     """The streaming row holds the whole text; logged, it is sealed as any item (`blobs.py`)."""
     path = tmp_path / "s.duckdb"

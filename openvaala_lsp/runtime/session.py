@@ -30,6 +30,7 @@ from openvaala_lsp.model import (
     SessionRuntimeInfo,
     SessionState,
     Turn,
+    TurnReason,
     TurnStatus,
     new_id,
     utcnow,
@@ -37,7 +38,7 @@ from openvaala_lsp.model import (
 from openvaala_lsp.protocol import events
 from openvaala_lsp.protocol.api import PendingInputInfo, StreamingItem
 from openvaala_lsp.protocol.errors import InvalidState, NoModelConfigured
-from openvaala_lsp.runtime import catalog, turns
+from openvaala_lsp.runtime import catalog, endings, turns
 from openvaala_lsp.runtime.accounting import SessionUsage
 from openvaala_lsp.runtime.approvals import Approvals
 from openvaala_lsp.runtime.hosts import SessionHost
@@ -115,6 +116,7 @@ class SessionRunner:
             active_turn_model=self.session.model if turn else None,
             last_turn_id=self.last_turn.id if self.last_turn else None,
             last_turn_status=self.last_turn.status if self.last_turn else None,
+            last_turn_reason=self.last_turn.reason if self.last_turn else None,
             context=self.usage.context if self.usage.context.window else ContextUsage(window=self._window()),
             usage=self.usage.usage,
         )
@@ -219,7 +221,8 @@ class SessionRunner:
             raise InvalidState(f"turn {turn_id} is not running")
 
     def interrupt(self) -> str:
-        """Stops the running turn now; it ends `interrupted`, keeping what streamed so far."""
+        """Stops the running turn now; it ends `interrupted`, keeping what streamed so far. The user's
+        interrupt, but for a sub-agent's turn stopped by its parent as the runtime stops."""
         if self.active is None or self.active.task is None:
             raise InvalidState("no turn is running")
         if self.active.interrupting:
@@ -227,6 +230,7 @@ class SessionRunner:
             # then the parent stops its sub-agent's) could land in the turn's end and cut its saving
             return self.active.turn.id
         self.active.interrupting = True
+        self.active.stopped_by = TurnReason.RUNTIME_STOPPED if self.host.closed else TurnReason.USER_INTERRUPT
         if self.active.committed or self.active.checking:
             self.active.task.cancel()
         return self.active.turn.id
@@ -308,8 +312,16 @@ class SessionRunner:
         # items still streaming keep what they have, marked interrupted; they, what the turn saved
         # last and its own row go in one commit
         await active.items.complete_many(active.items.unsaved(), ItemStatus.INTERRUPTED, later=True, now=False)
+        active.items.stop_saving()
         self.queue.release()
         turn.ended_at = utcnow()
+        turn.reason = endings.reason_for(
+            turn,
+            stopped_by=active.stopped_by,
+            ended_by=active.ended_by,
+            finish_reason=active.finish_reason,
+            runtime_stopping=self.host.closed,
+        )
         started = active.inputs_saved  # its first commit holds the turn's row: only what changed is written
         await storage.save_turn(turn, saved=started.done() and not started.cancelled() and not started.exception())
         await storage.touch_conversation(turn.conversation_id, turn.ended_at)
@@ -367,6 +379,7 @@ class SessionRunner:
             task = self.active.task
             if not self.active.interrupting:  # else it is ending already (see `interrupt`)
                 self.active.interrupting = True
+                self.active.stopped_by = TurnReason.RUNTIME_STOPPED
                 task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task

@@ -6,13 +6,19 @@ and report only what is committed: while a report waits, the turn's other events
 behind it, so the turn goes on (reads the model's answer, runs a quick tool) during a commit instead
 of stopping for it. A held event goes to the subscribers there were when its change was made: one
 subscribing later has the change in its snapshot already, so a snapshot plus the events after it
-stay exact."""
+stay exact.
+
+An item still streaming is saved as it grows (`storage.save_streaming`, with the next group commit,
+never waited for), so a process killed mid-answer leaves it to be logged `interrupted` at the next
+start: after every `SAVE_EVERY_CHARS` of growth, and at most `SAVE_EVERY_SECONDS` after a growth not
+saved yet, never per delta."""
 
 from __future__ import annotations
 
 import asyncio
 import copy
 import functools
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +28,12 @@ from openvaala_lsp.model import Content, Item, ItemStatus, ItemType, Turn, new_i
 from openvaala_lsp.protocol import events
 from openvaala_lsp.protocol.api import StreamingItem
 from openvaala_lsp.storage.interfaces import Storage
+
+log = logging.getLogger(__name__)
+
+# a kill loses at most this much of an item streaming (4 KiB of ASCII), or what came in this time
+SAVE_EVERY_CHARS = 4096
+SAVE_EVERY_SECONDS = 1.0
 
 Publish = Callable[[Any], None]
 Audience = Callable[[], Publish]  # publishes to the subscribers there are now, whenever it is called
@@ -45,6 +57,9 @@ class TurnItems:
     saving: set[int] = attrs.Factory(set)  # itemIndexes saved, not yet reported (still streaming)
     _ready: asyncio.Future[None] | None = None
     _settling: int = 0  # `settle` calls under way: they report what lands, with what follows
+    # per itemIndex streaming: (loop time of its last save, or its start; characters grown since)
+    _growth: dict[int, tuple[float, int]] = attrs.Factory(dict)
+    _save_timer: asyncio.TimerHandle | None = None
 
     def publish(self, event: Any) -> None:
         """Publishes the event now, or, while a report waits for its commit, right after it."""
@@ -126,6 +141,7 @@ class TurnItems:
         grown += text
         content.text = grown
         self.publish(events.ItemDelta(item_index=index, item_id=item.id, delta=text))
+        self._grew(index, len(text))
 
     def append_arguments(self, index: int, fragment: str) -> None:
         item = self.streaming[index]
@@ -136,6 +152,55 @@ class TurnItems:
         grown += fragment
         call.arguments = grown
         self.publish(events.ItemDelta(item_index=index, item_id=item.id, delta=fragment))
+        self._grew(index, len(fragment))
+
+    # Saving what streams
+
+    def _grew(self, index: int, size: int) -> None:
+        now = asyncio.get_running_loop().time()
+        since, grown = self._growth.get(index, (now, 0))
+        grown += size
+        if grown >= SAVE_EVERY_CHARS:
+            self.keep(index, now)
+            return
+        self._growth[index] = (since, grown)
+        if self._save_timer is None:
+            self._arm(since + SAVE_EVERY_SECONDS)
+
+    def keep(self, index: int, now: float | None = None) -> None:
+        """Saves the item as it is now (it goes on streaming): a tool call whose arguments are whole
+        but which waits to run, say."""
+        item = self.streaming.get(index)
+        if item is None or index in self.saving:  # logged, or on its way there: no row to leave behind
+            self._growth.pop(index, None)
+            return
+        self._growth[index] = (asyncio.get_running_loop().time() if now is None else now, 0)
+        self.storage.save_streaming(item)
+
+    def _arm(self, at: float) -> None:
+        self._save_timer = asyncio.get_running_loop().call_at(at, self._save_due)
+
+    def _save_due(self) -> None:
+        self._save_timer = None
+        now = asyncio.get_running_loop().time()
+        try:
+            for index, (since, grown) in list(self._growth.items()):
+                if grown and since + SAVE_EVERY_SECONDS <= now:
+                    self.keep(index, now)
+        except Exception:
+            # a broken store: the turn's own next commit fails with it (`check`); this save only helps
+            log.warning("turn %s: an item streaming could not be saved", self.turn.id, exc_info=True)
+            return
+        waiting = [since for since, grown in self._growth.values() if grown]
+        if waiting:
+            self._arm(min(waiting) + SAVE_EVERY_SECONDS)
+
+    def stop_saving(self) -> None:
+        """The turn ends: what still streams is logged by now, nothing more is saved."""
+        self._growth.clear()
+        if self._save_timer is not None:
+            self._save_timer.cancel()
+            self._save_timer = None
 
     async def complete_many(
         self, indexes: list[int], status: ItemStatus, *, later: bool = False, now: bool = True
@@ -148,6 +213,7 @@ class TurnItems:
             if index in self.saving:
                 continue  # saved already, its report under way
             self.saving.add(index)
+            self._growth.pop(index, None)  # logged: its saved row goes with that commit
             item = self.streaming[index]
             item.status = status
             staged.append((index, item, await self.storage.append_item(item)))

@@ -35,6 +35,7 @@ from openvaala_lsp.model import (
     TokenUsage,
     ToolCall,
     Turn,
+    TurnReason,
     TurnStatus,
     new_id,
     utcnow,
@@ -127,6 +128,11 @@ class ActiveTurn:
     request_tokens: int = 0  # the estimated size of the request being made
     overflow_retried: bool = False  # a context-length error gets one compaction and one retry
     announced: bool = False  # turnStarted is published
+    # how it ends (`endings.reason_for`): who stopped it, what ended the loop (a hook, a limit), and
+    # why the model's last answer stopped
+    stopped_by: TurnReason | None = None
+    ended_by: TurnReason | None = None
+    finish_reason: str | None = None
     # the inputs it took are durable: in its first commit, or (never recorded) back in the queue
     inputs_saved: asyncio.Future[None] = attrs.Factory(lambda: _unwatched_future())
 
@@ -303,7 +309,10 @@ async def _loop(owner: TurnOwner, active: ActiveTurn) -> None:
             text = context.item_text(last) if last is not None else ""
             payload = {"stop_hook_active": stop_continuations > 0, "last_assistant_message": text}
             stopping = await active.hooks.fire("stop", payload)
-            if not stopping.blocked or stopping.stop or stop_continuations >= MAX_STOP_CONTINUATIONS:
+            if not stopping.blocked or stopping.stop:
+                return
+            if stop_continuations >= MAX_STOP_CONTINUATIONS:
+                active.ended_by = TurnReason.LIMIT_REACHED  # the hook would keep it going: the limit ends it
                 return
             # a blocking stop hook keeps the agent going, with its reason as the next message
             stop_continuations += 1
@@ -313,7 +322,8 @@ async def _loop(owner: TurnOwner, active: ActiveTurn) -> None:
         if await run_tool_calls(
             calls, by_name, active.items, active.hooks, gate, host.tool_context(active.definitions, agent)
         ):
-            return  # a hook said `continue: false`
+            active.ended_by = TurnReason.CANCELLED_BY_HOOK  # a hook said `continue: false`
+            return
 
 
 def _has_hooks(active: ActiveTurn, event: str) -> bool:
@@ -442,11 +452,15 @@ async def _call_model(owner: TurnOwner, active: ActiveTurn, stream: AsyncIterato
         await owner.host.storage.append_model_call(record)
         raise
     record.latency_ms = int((time.monotonic() - started) * 1000)
+    active.finish_reason = completed.finish_reason if completed is not None else None
     await _account(owner, active, record, completed.usage if completed is not None else None)
-    # tool calls stay streaming until they are decided (they may wait for the user's approval); the
-    # other items commit with what comes next: the calls, or the turn's end (one commit, not two)
+    # tool calls stay streaming until they are decided (they may wait for the user's approval): each
+    # is saved whole as it waits; the other items commit with what comes next: the calls, or the
+    # turn's end (one commit, not two)
     produced = items.unsaved()
     calls = [index for index in produced if items.streaming[index].type == ItemType.TOOL_CALL]
+    for index in calls:
+        items.keep(index)
     await items.complete_many([i for i in produced if i not in calls], ItemStatus.COMPLETED, later=True, now=False)
     await owner.host.storage.append_model_call(record)  # after the items: it need not hold up their commit
     return calls

@@ -209,10 +209,13 @@ def interrupt_running_turns(cur: Cursor, ended_at: dt.datetime) -> list[Turn]:
 
 
 def streaming_payloads(cur: Cursor) -> list[str]:
-    """The items a stopped runtime left streaming, of conversations that still exist, in the order they
-    started (ids are time-ordered)."""
+    """The items a stopped runtime left streaming, of conversations that still exist and not logged
+    already (a save racing the item's logging must not log it twice), in the order they started (ids
+    are time-ordered)."""
     rows = cur.execute(
-        "SELECT s.payload FROM streaming_items s JOIN conversations c ON c.id = s.conversation_id ORDER BY s.item_id"
+        "SELECT s.payload FROM streaming_items s JOIN conversations c ON c.id = s.conversation_id"
+        " WHERE NOT EXISTS (SELECT 1 FROM items i WHERE i.conversation_id = s.conversation_id"
+        " AND i.item_id = s.item_id) ORDER BY s.item_id"
     ).fetchall()
     return [payload for (payload,) in rows]
 

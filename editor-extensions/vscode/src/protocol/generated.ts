@@ -14,14 +14,6 @@ export type ContextUsageSource = "actual" | "estimated" | "unknown";
  * Discriminated by `type`.
  */
 export type ConversationEvent = TitleChanged | SessionAdded | SessionUpdated | ConversationUpdated;
-export type TurnStatus = "running" | "completed" | "interrupted" | "failed";
-export type SessionState = "idle" | "running" | "compacting" | "closed";
-export type FileChangeKind = "add" | "update" | "delete" | "move";
-export type ItemStatus =
-  "pending" | "streaming" | "awaitingApproval" | "completed" | "withdrawn" | "interrupted";
-export type ItemType =
-  "userMessage" | "assistantMessage" | "reasoning" | "toolCall" | "toolResult" | "compaction" | "error";
-export type SessionInputMode = "queue" | "steer" | "interrupt";
 /**
  * How a turn ended (`schemas/README.md`, "How a turn ends", maps each of the runtime's endings).
  */
@@ -34,6 +26,14 @@ export type TurnReason =
   | "maxTokens"
   | "limitReached"
   | "cancelledByHook";
+export type TurnStatus = "running" | "completed" | "interrupted" | "failed";
+export type SessionState = "idle" | "running" | "compacting" | "closed";
+export type FileChangeKind = "add" | "update" | "delete" | "move";
+export type ItemStatus =
+  "pending" | "streaming" | "awaitingApproval" | "completed" | "withdrawn" | "interrupted";
+export type ItemType =
+  "userMessage" | "assistantMessage" | "reasoning" | "toolCall" | "toolResult" | "compaction" | "error";
+export type SessionInputMode = "queue" | "steer" | "interrupt";
 export type Order = "asc" | "desc";
 /**
  * Discriminated by `type`.
@@ -314,6 +314,7 @@ export interface SessionRuntimeInfo {
   activeTurnModel?: ModelSelection;
   context: ContextUsage;
   lastTurnId?: string;
+  lastTurnReason?: TurnReason;
   lastTurnStatus?: TurnStatus;
   session: Session;
   state: SessionState;
