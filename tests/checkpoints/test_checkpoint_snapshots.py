@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import user_git
+from shadow_helpers import user_git
 
 from openvaala_lsp.checkpoints import diffs, git
 from openvaala_lsp.checkpoints.store import CheckpointStore
