@@ -223,6 +223,13 @@ SESSION_EVENTS: list[Any] = [
         decision=api.ApprovalDecision.ALLOW_ONCE,
         by=model.Address(kind=model.AddressKind.CLIENT, name="vscode"),
     ),
+    events.TurnDiffUpdated(
+        turn_id="turn_1",
+        files=[
+            events.FileChangeSummary(path="/w/a.py", kind=model.FileChangeKind.UPDATE, additions=2, deletions=1),
+            events.FileChangeSummary(path="/w/b.py", kind=model.FileChangeKind.MOVE, moved_from="/w/old.py"),
+        ],
+    ),
 ]
 
 

@@ -17,6 +17,7 @@ CODES: dict[str, int] = {
     errors.InvalidState.kind: -32018,
     errors.WorkspaceDenied.kind: -32019,
     errors.Overloaded.kind: -32021,
+    errors.Conflict.kind: -32022,
     errors.InvalidParams.kind: -32602,
     **dict(
         (

@@ -5,7 +5,9 @@ The protocol layer maps `kind` to a JSON-RPC code; the runtime only raises these
 
 from __future__ import annotations
 
-from openvaala_lsp.model import FieldError
+from typing import Any
+
+from openvaala_lsp.model import FieldError, FileChange
 
 __all__ = ["FieldError"]  # defined with the domain types that validate with it
 
@@ -17,6 +19,10 @@ class RuntimeApiError(Exception):
     def __init__(self, message: str | None = None) -> None:
         super().__init__(message or self.default_message)
         self.message = message or self.default_message
+
+    def data(self) -> dict[str, Any]:
+        """What the error's `data` carries besides its kind (attrs values: the wire unstructures them)."""
+        return {}
 
 
 class ConversationNotFound(RuntimeApiError):
@@ -74,6 +80,21 @@ class Overloaded(RuntimeApiError):
     default_message = "too many requests in flight on this connection; retry later"
 
 
+class Conflict(RuntimeApiError):
+    """`revertTurn` would overwrite changes made since the turns it reverts: `data.files` lists each
+    file with its diff from what the agent left to what it holds now."""
+
+    kind = "conflict"
+    default_message = "files changed since would be overwritten"
+
+    def __init__(self, message: str | None = None, files: list[FileChange] | None = None) -> None:
+        super().__init__(message)
+        self.files = files or []
+
+    def data(self) -> dict[str, Any]:
+        return {"files": self.files}
+
+
 class InvalidParams(RuntimeApiError):
     """Semantically invalid input the type system cannot catch (an empty title, an oversized image).
     The message ends with the field path, e.g. `image larger than 5 MiB @ $.content[0].data`."""
@@ -94,5 +115,6 @@ ALL_ERRORS: tuple[type[RuntimeApiError], ...] = (
     InvalidState,
     WorkspaceDenied,
     Overloaded,
+    Conflict,
     InvalidParams,
 )

@@ -11,6 +11,7 @@ from openvaala_lsp.model import (
     ContextUsage,
     Conversation,
     ErrorInfo,
+    FileChangeKind,
     Item,
     ItemId,
     Ordinal,
@@ -177,6 +178,27 @@ class ApprovalResolved:
     by: Address
 
 
+@attrs.define(kw_only=True)
+class FileChangeSummary:
+    """One path of a turn's changes, without its diff (`getTurnDiff` has the diffs)."""
+
+    path: str
+    kind: FileChangeKind
+    additions: int = 0
+    deletions: int = 0
+    moved_from: str | None = None
+
+
+@attrs.define(kw_only=True)
+class TurnDiffUpdated:
+    """What the running turn changed in the workspace so far, one entry per path (from the checkpoint
+    before its first change to now), after each of its calls that changed something."""
+
+    type: Literal["turnDiffUpdated"] = "turnDiffUpdated"
+    turn_id: TurnId
+    files: list[FileChangeSummary]
+
+
 SessionEvent = (
     ItemStarted
     | ItemDelta
@@ -193,6 +215,7 @@ SessionEvent = (
     | CompactionCompleted
     | ApprovalRequested
     | ApprovalResolved
+    | TurnDiffUpdated
 )
 
 __all__ = ["ConversationEvent", "PendingInputInfo", "SessionEvent"]

@@ -91,6 +91,8 @@ REQUESTS: dict[str, RequestSpec] = {
         _request("answerApproval", api.AnswerApprovalParams, api.EmptyResult),
         _request("query", api.QueryParams, api.QueryResult),
         _request("exportUsage", api.ExportUsageParams, api.ExportUsageResult),
+        _request("getTurnDiff", api.GetTurnDiffParams, api.GetTurnDiffResult),
+        _request("revertTurn", api.RevertTurnParams, api.RevertTurnResult),
     )
 }
 

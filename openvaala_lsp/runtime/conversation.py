@@ -16,6 +16,7 @@ from openvaala_lsp.model import AlwaysAllowed, Conversation, Session, SessionRun
 from openvaala_lsp.protocol.api import PendingApproval
 from openvaala_lsp.providers.base import Provider
 from openvaala_lsp.runtime import catalog, subagents
+from openvaala_lsp.runtime.checkpointing import TurnCheckpoints, checkpointed
 from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.client_tools import ClientToolAdapter
 from openvaala_lsp.runtime.folders import containing_folder
@@ -53,6 +54,7 @@ class OpenConversation:
         self.mcp = MCPManager()
         self._mcp_started = False
         self.reconfigured = False  # definitions changed while busy: subscriptions close when idle
+        self.turn_checkpoints: dict[str, TurnCheckpoints] = {}  # of the running turns, by turn id
 
     @property
     def id(self) -> str:
@@ -174,7 +176,20 @@ class OpenConversation:
         tools += self.mcp.tools()
         for client, servers in self.client_servers.values():
             tools += [ClientToolAdapter(client, self.id, s, t) for s in servers for t in s.tools]
-        return tools
+        return checkpointed(tools, self._checkpoints_of(parent))
+
+    def _checkpoints_of(self, runner: SessionRunner | None) -> TurnCheckpoints | None:
+        """The checkpoints of the runner's running turn, made at its first model call (None: git is
+        missing, or no turn runs)."""
+        active = runner.active if runner is not None else None
+        if active is None or not self._host.checkpoints.usable:
+            return None
+        found = self.turn_checkpoints.get(active.turn.id)
+        if found is None:
+            folders = [folder.path for folder in self.folders] or [self.directory()]
+            found = TurnCheckpoints(self._host.checkpoints, self.id, active.turn.id, folders, active.items.publish)
+            self.turn_checkpoints[active.turn.id] = found
+        return found
 
     async def start_mcp(self, definitions: Definitions, agent_name: str, *, wait: bool) -> None:
         """Adopts the agent's MCP servers and starts them in the background. Only a conversation's
@@ -212,6 +227,9 @@ class OpenConversation:
         self._host.session_changed(self.id, info)
 
     def turn_ended(self) -> None:
+        running = {runner.active.turn.id for runner in self.runners.values() if runner.active is not None}
+        for turn_id in [turn_id for turn_id in self.turn_checkpoints if turn_id not in running]:
+            self.spawn(self.turn_checkpoints.pop(turn_id).finish(), name=f"checkpoint after turn {turn_id}")
         self._host.turn_ended(self.id)
 
     async def stop(self) -> None:

@@ -14,6 +14,7 @@ method checks that the runtime runs and hands over to one of the services below,
 | `subscribing.Subscribing` | subscribe to conversations, sessions, running conversations |
 | `configuration.Configuration` | definitions, agents, models, hooks, skills, MCP servers, session model |
 | `workspace.Workspace` | workspace directories, terminals |
+| `turn_files.TurnFiles` | a turn's diff, reverting turns |
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from openvaala_lsp.runtime.inputs import Inputs
 from openvaala_lsp.runtime.state import Lifecycle, RuntimeOptions, RuntimeState
 from openvaala_lsp.runtime.subscribing import Subscribing
 from openvaala_lsp.runtime.titles import Titles
+from openvaala_lsp.runtime.turn_files import TurnFiles
 from openvaala_lsp.runtime.workspace import Workspace
 from openvaala_lsp.storage.interfaces import Storage
 
@@ -77,6 +79,7 @@ class Runtime:
         self.configuration = Configuration(self.state)
         self.workspace = Workspace(self.state)
         self.titles = Titles(self.state)
+        self.turn_files = TurnFiles(self.state)
 
     @classmethod
     async def start(cls, storage: Storage, definitions: Definitions | None = None, **options: Any) -> Runtime:
@@ -122,6 +125,16 @@ class Runtime:
         self.history.disconnect(client)
 
     # Conversations
+
+    # What turns did to the workspace
+
+    @_running
+    async def get_turn_diff(self, client: Client, params: api.GetTurnDiffParams) -> api.GetTurnDiffResult:
+        return await self.turn_files.get_turn_diff(client, params)
+
+    @_running
+    async def revert_turn(self, client: Client, params: api.RevertTurnParams) -> api.RevertTurnResult:
+        return await self.turn_files.revert_turn(client, params)
 
     @_running
     async def create_conversation(self, client: Client, params: api.CreateConversationParams) -> Conversation:

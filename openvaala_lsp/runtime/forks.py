@@ -5,7 +5,8 @@ completed turn when neither is given. The cut is made in the log's order (ordina
 sub-agent sessions made during an included turn come along with it. A turn still running is never
 copied (its items are left out, whatever the cut), nor are pending inputs or model calls (a fork
 costs nothing again; what was spent stays with the source). Everything is copied, nothing shared:
-changing either conversation afterwards never changes the other.
+changing either conversation afterwards never changes the other. With `restoreFiles`, the source's
+files at the cut are checked out into a directory of the user's (`turn_files.TurnFiles`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from openvaala_lsp.runtime.conversations import resolve_executor_settings
 from openvaala_lsp.runtime.folders import real_folders
 from openvaala_lsp.runtime.model_clients import effective_selection
 from openvaala_lsp.runtime.state import RuntimeState
+from openvaala_lsp.runtime.turn_files import TurnFiles
 from openvaala_lsp.storage.interfaces import ALL_PAGE_SIZE, all_sessions, every_page
 
 
@@ -66,6 +68,10 @@ class Forks:
         )
         main = min(sessions, key=lambda s: (s.created_at, s.id))
         kept_turns, kept_items, last_turn = _prefix(turns, logged, main, params)
+        folders = real_folders(await client.workspace_folders())
+        if params.restore_files is not None:  # before the fork is made: a refused directory makes none
+            kept = {turn.id for turn in kept_turns}
+            await TurnFiles(state).check_out_fork(source.id, turns, kept, folders, params.restore_files.directory)
 
         now = utcnow()
         session_ids = {s.id: new_id("sess") for s in sessions}
@@ -108,7 +114,6 @@ class Forks:
         copied_items = [_copy_item(item, conversation.id, session_ids, turn_ids) for item in kept_items]
         await storage.import_conversation(conversation, copied_sessions, copied_turns, copied_items)
         environment = environment_of(client, params.environment)
-        folders = real_folders(await client.workspace_folders())
 
         opened = OpenConversation(state, conversation, copied_sessions, environment, folders)
         opened.last_ordinal = len(copied_items)

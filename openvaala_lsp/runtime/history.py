@@ -24,7 +24,7 @@ from openvaala_lsp.runtime.model_clients import resolve_model
 from openvaala_lsp.runtime.session import agent_instructions
 from openvaala_lsp.runtime.state import RuntimeState
 from openvaala_lsp.storage.errors import QueryError, StorageClosedError, StorageOutOfMemory
-from openvaala_lsp.storage.interfaces import MAX_RESULT_BYTES, all_session_items
+from openvaala_lsp.storage.interfaces import MAX_RESULT_BYTES, context_items
 from openvaala_lsp.tools.registry import local_tools
 
 # queries one client runs at once: the storage's pool has more threads, so another client finds one
@@ -111,7 +111,7 @@ class History:
         runner = state.runner(session)
         history = runner.loaded_history if runner else None
         if history is None:
-            history = await all_session_items(state.storage, session.conversation_id, session.id)
+            history = await context_items(state.storage, session.conversation_id, session.id)
         items = context.model_items(history)  # what the model sees, after any compaction
         definitions = await state.definitions_of(client, params.conversation_id)
         try:

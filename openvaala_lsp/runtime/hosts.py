@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import Coroutine, Mapping
 from typing import Any, Protocol, TypeVar
 
+from openvaala_lsp.checkpoints.store import CheckpointStore
 from openvaala_lsp.definitions import AgentDefinition, Definitions, ModelDefinition
 from openvaala_lsp.hooks.runner import HookRunner
 from openvaala_lsp.model import AlwaysAllowed, Session, SessionRuntimeInfo
@@ -28,6 +29,10 @@ class ConversationHost(Protocol):
     @property
     def sandboxes(self) -> Sandboxes:
         """Where sandboxed commands start."""
+
+    @property
+    def checkpoints(self) -> CheckpointStore:
+        """The workspace folders' shadow repositories."""
 
     def definitions_for(self, folders: FolderKey) -> Definitions: ...
 

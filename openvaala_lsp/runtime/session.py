@@ -49,7 +49,7 @@ from openvaala_lsp.runtime.skills import agent_skills, skills_prompt
 from openvaala_lsp.runtime.streaming import TurnItems
 from openvaala_lsp.runtime.subscriptions import Subscription
 from openvaala_lsp.runtime.turns import ActiveTurn
-from openvaala_lsp.storage.interfaces import all_session_items
+from openvaala_lsp.storage.interfaces import context_items
 
 logger = logging.getLogger(__name__)
 
@@ -357,9 +357,8 @@ class SessionRunner:
 
     async def history(self) -> list[Item]:
         if self.loaded_history is None:
-            self.loaded_history = await all_session_items(
-                self.host.storage, self.session.conversation_id, self.session.id
-            )
+            # without the turns a revert took out of the context
+            self.loaded_history = await context_items(self.host.storage, self.session.conversation_id, self.session.id)
         return self.loaded_history
 
     async def session_context(self, history: Sequence[Item], turn: Turn, hooks: SessionHooks) -> list[str]:

@@ -8,12 +8,14 @@ from __future__ import annotations
 import asyncio
 import collections
 import enum
+import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 import attrs
 
+from openvaala_lsp.checkpoints.store import CheckpointStore
 from openvaala_lsp.definitions import Definitions, ModelDefinition
 from openvaala_lsp.hooks.runner import HookRunner
 from openvaala_lsp.model import (
@@ -50,6 +52,7 @@ from openvaala_lsp.tools.warm_sandbox import WarmSandboxes
 from openvaala_lsp.wire import framing
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
 # what an answer's envelope around its items (or a snapshot's entries) may take: the JSON-RPC frame,
@@ -90,6 +93,7 @@ class RuntimeState:
         self.source.explicit = definitions
         self.model_clients = ModelClients()
         self.sandboxes = WarmSandboxes()
+        self.checkpoints = CheckpointStore()  # git is looked for at the first turn that changes files
         self.open: dict[ConversationId, OpenConversation] = {}
         self.live = Live(self.open)
         self.tasks = Tasks()
@@ -228,6 +232,10 @@ class RuntimeState:
             self.live.close_conversation(conversation_id, reason, opened)
             self.live.update_running()
             await self.storage.delete_conversation(conversation_id)
+            try:
+                await asyncio.to_thread(self.checkpoints.forget, conversation_id)
+            except Exception:  # its snapshots stay behind: no reason to fail the deletion
+                logger.exception("the checkpoints of conversation %s could not be deleted", conversation_id)
         self.record_locks.pop(conversation_id, None)
 
     def watch_ephemeral(self) -> None:

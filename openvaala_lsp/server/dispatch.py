@@ -45,7 +45,8 @@ def params_error(method: str, problems: list[str]) -> WireError:
 
 
 def runtime_error(error: RuntimeApiError) -> WireError:
-    return WireError(CODES.get(error.kind, INTERNAL_ERROR), error.message, {"kind": error.kind})
+    data = {key: unstructure(value) for key, value in error.data().items()}
+    return WireError(CODES.get(error.kind, INTERNAL_ERROR), error.message, {**data, "kind": error.kind})
 
 
 async def dispatch(runtime: Runtime, client: Client, spec: RequestSpec, params: Any) -> Any:

@@ -32,6 +32,7 @@ from pygls.protocol import LanguageServerProtocol, default_converter, lsp_method
 from pygls.protocol.json_rpc import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage, RPCRequest
 
 from openvaala_lsp import __version__
+from openvaala_lsp.checkpoints import git as checkpoints_git
 from openvaala_lsp.protocol import PROTOCOL_VERSION
 from openvaala_lsp.protocol.codes import CODES, KINDS
 from openvaala_lsp.protocol.errors import Overloaded, RuntimeStopped
@@ -131,6 +132,7 @@ class OpenvaalaProtocol(LanguageServerProtocol):
     def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, types.InitializeResult]:
         result = yield from super().lsp_initialize(params)
         state = sandbox.state()  # probed once per process: the first initialize waits for it
+        git_state = checkpoints_git.state()  # `git --version`, once per process
         result.capabilities.experimental = {
             "openvaala": {
                 "protocolVersion": PROTOCOL_VERSION,
@@ -138,6 +140,7 @@ class OpenvaalaProtocol(LanguageServerProtocol):
                 "methods": sorted(self.methods),
                 "notifications": sorted(NOTIFICATIONS),
                 "sandbox": {"usable": state.usable, "reason": state.reason},
+                "checkpoints": {"usable": git_state.usable, "reason": git_state.reason},
             }
         }
         return result

@@ -16,6 +16,7 @@ from pathlib import Path
 import attrs
 
 from openvaala_lsp import __version__, paths
+from openvaala_lsp.checkpoints import git
 from openvaala_lsp.definitions import EMBEDDED_MODEL_NOTE, LocalServer, ModelDefinition
 from openvaala_lsp.protocol.errors import NoModelConfigured
 from openvaala_lsp.providers.factory import DEFAULT_BASE_URLS
@@ -87,6 +88,7 @@ def doctor(say: Callable[[str], None], environ: Mapping[str, str], *, offline: b
     if host is not None:
         say(f"runtime host: {host}")
     say(f"sandbox: {sandbox_status()}")
+    say(f"checkpoints: {checkpoints_status()}")
     say("everything configured works" if healthy and database_ok else "problems found (see above)")
     return 0 if healthy and database_ok else 1
 
@@ -98,6 +100,14 @@ def sandbox_status() -> str:
     if state.usable:
         return f"{state.reason}: shell commands write only the workspace and have no network unless allowed"
     return f"WARNING: cannot start ({state.reason}); each shell command asks before it runs unsandboxed"
+
+
+def checkpoints_status() -> str:
+    """Whether turns are checkpointed (git found): a warning, not a failure, when they cannot be."""
+    state = git.state()
+    if state.usable:
+        return f"{state.reason} at {state.executable}: each turn's changes can be diffed and reverted"
+    return f"WARNING: {state.reason}; turn diffs of shell commands and revertTurn need git"
 
 
 async def _check_all(models: list[ModelDefinition], environ: Mapping[str, str]) -> list[CheckResult]:

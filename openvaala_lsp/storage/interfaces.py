@@ -271,3 +271,16 @@ async def all_session_items(storage: LogStorage, conversation_id: ConversationId
         )
     )
     return [entry.item for entry in logged]
+
+
+async def context_items(storage: Storage, conversation_id: ConversationId, session_id: SessionId) -> list[Item]:
+    """The saved items of a session that the model's context holds: every one but those of turns a
+    revert took out (`Turn.reverted_by`), which stay in the log for people."""
+    items = await all_session_items(storage, conversation_id, session_id)
+    turns = await every_page(
+        lambda cursor: storage.list_turns(
+            conversation_id, session_id=session_id, cursor=cursor, limit=ALL_PAGE_SIZE, order=Order.ASC
+        )
+    )
+    reverted = {turn.id for turn in turns if turn.reverted_by is not None}
+    return [item for item in items if item.turn_id not in reverted] if reverted else items

@@ -8,6 +8,13 @@ The types live in one module per part of the API; this package offers them all (
 
 from __future__ import annotations
 
+from openvaala_lsp.protocol.api.checkpoints import (
+    GetTurnDiffParams as GetTurnDiffParams,
+    GetTurnDiffResult as GetTurnDiffResult,
+    RestoreFiles as RestoreFiles,
+    RevertTurnParams as RevertTurnParams,
+    RevertTurnResult as RevertTurnResult,
+)
 from openvaala_lsp.protocol.api.common import (
     DEFAULT_LIMIT as DEFAULT_LIMIT,
     DEFAULT_QUERY_LIMIT as DEFAULT_QUERY_LIMIT,

@@ -11,6 +11,7 @@ from openvaala_lsp.model import (
     Order,
     TurnId,
 )
+from openvaala_lsp.protocol.api.checkpoints import RestoreFiles
 from openvaala_lsp.protocol.api.common import (
     _check_environment,
     _check_limit,
@@ -74,6 +75,7 @@ class ForkConversationParams:
     environment: list[str] | None = attrs.field(default=None, validator=_check_environment)
     executor_settings: ExecutorSettings | None = None
     model: ModelSelection | None = None
+    restore_files: RestoreFiles | None = None  # the fork's files, checked out at its cut
 
 
 @attrs.define(kw_only=True)

@@ -53,7 +53,8 @@ export type SessionEvent =
   | CompactionStarted
   | CompactionCompleted
   | ApprovalRequested
-  | ApprovalResolved;
+  | ApprovalResolved
+  | TurnDiffUpdated;
 
 export interface Address {
   clientId?: string;
@@ -502,6 +503,16 @@ export interface SkippedFile {
   path: string;
   why: string;
 }
+/**
+ * One path of a turn's changes, without its diff (`getTurnDiff` has the diffs).
+ */
+export interface FileChangeSummary {
+  additions: number;
+  deletions: number;
+  kind: FileChangeKind;
+  movedFrom?: string;
+  path: string;
+}
 export interface ForkConversationParams {
   beforeTurnId?: string | null;
   conversationId: string;
@@ -509,6 +520,13 @@ export interface ForkConversationParams {
   executorSettings?: ExecutorSettingsInput | null;
   lastTurnId?: string | null;
   model?: ModelSelectionInput | null;
+  restoreFiles?: RestoreFiles | null;
+}
+/**
+ * Where `forkConversation` checks the fork's files out: an absolute directory, empty or new.
+ */
+export interface RestoreFiles {
+  directory: string;
 }
 export interface GetConversationParams {
   conversationId: string;
@@ -622,6 +640,18 @@ export interface SkillInfo {
   description: string;
   name: string;
   path?: string;
+}
+export interface GetTurnDiffParams {
+  conversationId: string;
+  turnId: string;
+}
+/**
+ * One `FileChange` per path, from the checkpoint before the turn to the one after it (to now while it runs); `complete` is false when a checkpoint left files out (listed in `skipped`).
+ */
+export interface GetTurnDiffResult {
+  complete: boolean;
+  files: FileChange[];
+  turnId: string;
 }
 export interface GetTurnsParams {
   conversationId: string;
@@ -862,6 +892,24 @@ export interface ResolveWorkspaceDirectoryParams {
 export interface ResolveWorkspaceDirectoryResult {
   directory: string;
 }
+/**
+ * `files`: the workspace goes back to its state before `turnId` (and every later turn); `history`: those turns leave the model's context; `force`: files changed since are overwritten (else `conflict`).
+ */
+export interface RevertTurnParams {
+  conversationId: string;
+  files?: boolean;
+  force?: boolean;
+  history?: boolean;
+  turnId: string;
+}
+/**
+ * What the revert changed on disk, the turns it reverted, and the revert's own turn (`revertedBy`): reverting that turn redoes what this one undid.
+ */
+export interface RevertTurnResult {
+  files: FileChange[];
+  revertedBy?: string;
+  revertedTurnIds: string[];
+}
 export interface RunningConversations {
   conversationIds: string[];
 }
@@ -902,6 +950,14 @@ export interface StateChanged {
 export interface UsageUpdated {
   type: "usageUpdated";
   usage: TokenUsage;
+}
+/**
+ * What the running turn changed in the workspace so far, one entry per path (from the checkpoint before its first change to now), after each of its calls that changed something.
+ */
+export interface TurnDiffUpdated {
+  files: FileChangeSummary[];
+  turnId: string;
+  type: "turnDiffUpdated";
 }
 export interface SessionEventParams {
   events: SessionEvent[];
@@ -1046,6 +1102,7 @@ export interface RequestMap {
   "openvaala/getSessionDetails": { params: GetSessionDetailsParams; result: SessionDetails };
   "openvaala/getSessionSnapshot": { params: GetSessionSnapshotParams; result: GetSessionSnapshotResult };
   "openvaala/getSkills": { params: GetSkillsParams; result: GetSkillsResult };
+  "openvaala/getTurnDiff": { params: GetTurnDiffParams; result: GetTurnDiffResult };
   "openvaala/getTurns": { params: GetTurnsParams; result: GetTurnsResult };
   "openvaala/getWorkspaceDirectories": { params: GetWorkspaceDirectoriesParams; result: WorkspaceDirectories };
   "openvaala/interruptTurn": { params: InterruptTurnParams; result: InterruptTurnResult };
@@ -1063,6 +1120,7 @@ export interface RequestMap {
   "openvaala/openTerminalWorkspace": { params: OpenTerminalWorkspaceParams; result: TerminalWorkspace };
   "openvaala/query": { params: QueryParams; result: QueryResult };
   "openvaala/resolveWorkspaceDirectory": { params: ResolveWorkspaceDirectoryParams; result: ResolveWorkspaceDirectoryResult };
+  "openvaala/revertTurn": { params: RevertTurnParams; result: RevertTurnResult };
   "openvaala/setClientMcpServers": { params: SetClientMcpServersParams; result: EmptyResult };
   "openvaala/setConversationArchived": { params: SetConversationArchivedParams; result: Conversation };
   "openvaala/setConversationExecutorSettings": { params: SetConversationExecutorSettingsParams; result: Conversation };
@@ -1093,6 +1151,7 @@ export interface ServerRequestMap {
 
 /** The fixed JSON-RPC error code of every `data.kind` (errors.json `x-codes`). */
 export const ERROR_CODES = {
+  conflict: -32022,
   conversationNotFound: -32010,
   conversationNotOpen: -32011,
   conversationReconfigured: -32012,
