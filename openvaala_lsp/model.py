@@ -351,7 +351,24 @@ def encoded_size(item: Item) -> int:
         size += len(json.dumps(item.provider_data, default=str))
     if item.compaction is not None:
         size += sum(_json_size(pruned) + 1 for pruned in item.compaction.pruned_item_ids)
+    if item.tool_result is not None:
+        size += sum(file_change_size(change) for change in item.tool_result.file_changes or ())
     return size
+
+
+FILE_CHANGE_ALLOWANCE = 128  # its keys, kind, counts and flags
+
+
+def file_change_size(change: FileChange) -> int:
+    """At least the bytes of `change` as JSON: its diff (up to 64 KiB) is most of an edit's result."""
+    skipped = sum(32 + _json_size(entry.path) + _json_size(entry.why) for entry in change.skipped or ())
+    return (
+        FILE_CHANGE_ALLOWANCE
+        + _json_size(change.path)
+        + _json_size(change.moved_from)
+        + _json_size(change.diff)
+        + skipped
+    )
 
 
 def _json_size(text: str | None) -> int:

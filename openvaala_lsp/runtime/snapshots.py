@@ -20,6 +20,7 @@ from typing import Any
 
 import attrs
 
+from openvaala_lsp.file_diff import capped
 from openvaala_lsp.model import Content, Item, encoded_size
 from openvaala_lsp.protocol.api import PendingApproval, PendingInputInfo, StreamingItem
 
@@ -77,8 +78,9 @@ def _shrunk(entry: Any, budget: int) -> Any:
 
 
 def shrunk_item(item: Item, budget: int) -> Item:
-    """`item` with its biggest content parts replaced by a note saying what was left out, until
-    `encoded_size` is within `budget` (or no part is left to replace)."""
+    """`item` with its biggest content parts replaced by a note saying what was left out, then its
+    file changes' diffs cut to their marker line, until `encoded_size` is within `budget` (or nothing
+    is left to replace)."""
     item = copy.copy(item)
     parts = list(item.content or ())
     item.content = parts
@@ -89,4 +91,12 @@ def shrunk_item(item: Item, budget: int) -> Item:
         part = parts[index]
         size = len(part.data or part.text or "")
         parts[index] = Content(type="text", text=f"[{part.type} of {size} bytes left out: past the message limit]")
+    if item.tool_result is not None and item.tool_result.file_changes:
+        changes = list(item.tool_result.file_changes)
+        item.tool_result = attrs.evolve(item.tool_result, file_changes=changes)
+        for index in sorted(range(len(changes)), key=lambda i: -len(changes[i].diff or "")):
+            if encoded_size(item) <= budget or not changes[index].diff:
+                break
+            # the counts stay: an editor still says what changed, and fetches the item for the diff
+            changes[index] = attrs.evolve(changes[index], diff=capped(changes[index].diff or "", max_bytes=0))
     return item

@@ -339,7 +339,7 @@ def list_model_calls(cur: Cursor, conversation_id: ConversationId, session_id: S
 def delete_conversation(cur: Cursor, conversation_id: ConversationId) -> tuple[bool, list[str]]:
     """A write: run by the writer inside its transaction. Whether the conversation existed, and the
     files it referenced (each goes once no other conversation references it: `BlobStore.collect`)."""
-    for table in ("sessions", "turns", "pending_inputs", "items", "model_calls", "streaming_items"):
+    for table in ("sessions", "turns", "pending_inputs", "items", "model_calls", "streaming_items", "file_changes"):
         cur.execute(f"DELETE FROM {table} WHERE conversation_id = ?", [conversation_id])
     files = cur.execute("DELETE FROM blob_refs WHERE conversation_id = ? RETURNING sha256", [conversation_id])
     referenced = sorted({row[0] for row in files.fetchall()})
