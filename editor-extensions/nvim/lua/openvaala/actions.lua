@@ -1,7 +1,9 @@
 --- What the commands do. Each function starts a task and returns at once: the editor never waits
 --- for the server. Failures are reported with vim.notify.
 local async = require("openvaala.async")
+local changes = require("openvaala.changes")
 local client = require("openvaala.client")
+local context = require("openvaala.context")
 local conversation = require("openvaala.conversation")
 local events = require("openvaala.events")
 local ui = require("openvaala.ui")
@@ -23,11 +25,7 @@ local function title_of(record)
   return (record.title and record.title ~= "") and record.title or "(untitled)"
 end
 
-local function first_line(text, max)
-  text = (text or ""):gsub("%s+", " ")
-  max = max or 60
-  return #text > max and (text:sub(1, max - 1) .. "…") or text
-end
+local first_line = util.first_line
 
 --- Inside a task: whether the server answers `method`; says so when it does not.
 local function supported(server, method)
@@ -138,26 +136,36 @@ end
 local function submit(text, opts)
   opts = opts or {}
   local conv = opts.conv
+  local created = false
   if not conv and not view.conversation_of() and not conversation.last() then
     conv = create(nil, { focus = false })
+    created = conv ~= nil
   else
     conv = target(conv)
   end
   if not conv then
     return
   end
+  -- what the model reads: the text, what :Openvaala add attached, the files it @-mentions
+  local message, sent = context.message(text, conv.server.root)
   local _, err = conv.server:call("submitInput", {
     conversationId = conv.id,
-    content = { { type = "text", text = text } },
+    content = { { type = "text", text = message } },
     inputId = util.input_id(),
     mode = opts.mode,
   })
   if err then
+    if created then -- a conversation made for this message: not left behind empty
+      conv.server:call("deleteConversation", { conversationId = conv.id })
+      view.close(conv)
+      conv:forget()
+    end
     if err.kind == "noModelConfigured" or err.code == -32013 then
       return util.error(util.NO_MODEL)
     end
     return util.request_error("sending", err)
   end
+  sent()
   if conversation.is_current(conv) then -- unless its buffer was closed while it was sent
     view.show(conv, { focus = false })
   end
@@ -183,7 +191,56 @@ M.new = task(function(agent_name)
   create(agent_name)
 end)
 
---- Picks a conversation (`archived`: the archived ones) and opens it.
+M.PREVIEW_SQL = [[
+SELECT conversation_id, count(*) AS items,
+       arg_min(left(json_extract_string(payload, '$.content[0].text'), 200), ordinal)
+         FILTER (WHERE type = 'userMessage') AS first_message
+FROM items
+WHERE conversation_id IN (SELECT unnest(string_split(?, ',')))
+GROUP BY conversation_id]]
+
+--- Inside a task: per conversation id, `{items, first}`: how many items it has and its first
+--- message (one query on the history); nil when the server cannot say.
+local function previews(server, entries)
+  if #entries == 0 or not server:supports("query") then
+    return nil
+  end
+  local ids = vim.tbl_map(function(e)
+    return e.conversation.id
+  end, entries)
+  local result = server:call("query", { sql = M.PREVIEW_SQL, parameters = { table.concat(ids, ",") }, limit = #ids })
+  if not result then
+    return nil
+  end
+  local found = {}
+  for _, row in ipairs(result.rows or {}) do
+    found[row[1]] = { items = row[2], first = row[3] ~= vim.NIL and row[3] or nil }
+  end
+  return found
+end
+
+--- A picker line: `● Fix the parser · “fix the parser in src/…” · 5 min ago  [agent]`.
+function M.list_label(entry, preview, show_agent)
+  local record = entry.conversation
+  local title = record.title and record.title ~= "" and record.title or nil
+  local first = preview and preview.first and util.first_line(preview.first, 60)
+  local parts = { title or (first and ("“" .. first .. "”")) or "(untitled)" }
+  if title and first then
+    table.insert(parts, "“" .. first .. "”")
+  end
+  local when = util.relative_time(entry.lastActivityAt or record.updatedAt or record.createdAt)
+  if when ~= "" then
+    table.insert(parts, when)
+  end
+  local label = (entry.running and "● " or "  ") .. table.concat(parts, " · ")
+  if show_agent and record.agentName then
+    label = label .. "  [" .. record.agentName .. "]"
+  end
+  return label
+end
+
+--- Picks a conversation (`archived`: the archived ones) and opens it. Conversations without a
+--- single item (a send that failed) are not listed, unless shown here.
 M.list = task(function(archived)
   local server = client.ready()
   if not server then
@@ -193,9 +250,25 @@ M.list = task(function(archived)
   if err then
     return util.request_error("listing the conversations", err)
   end
-  local entry = pick(page.items or {}, archived and "openvaala: archived conversations" or "openvaala: conversations", function(e)
-    local record = e.conversation
-    return ("%s %s  [%s]"):format(e.running and "●" or " ", title_of(record), record.agentName or "")
+  local found = previews(server, page.items or {})
+  local entries, agents, hidden = {}, {}, 0
+  for _, entry in ipairs(page.items or {}) do
+    local preview = found and (found[entry.conversation.id] or { items = 0 })
+    local shown_here = conversation.is_current(conversation.of_id(entry.conversation.id))
+    if preview and preview.items == 0 and not entry.running and not shown_here then
+      hidden = hidden + 1
+    else
+      table.insert(entries, entry)
+      agents[entry.conversation.agentName or ""] = true
+    end
+  end
+  local show_agent = vim.tbl_count(agents) > 1
+  local prompt = archived and "openvaala: archived conversations" or "openvaala: conversations"
+  if hidden > 0 then
+    prompt = prompt .. (" (%d empty not shown)"):format(hidden)
+  end
+  local entry = pick(entries, prompt, function(e)
+    return M.list_label(e, found and found[e.conversation.id], show_agent)
   end, archived and "no archived conversations" or "no conversations yet: :Openvaala new")
   if entry then
     local record, open_err = server:call("openConversation", { conversationId = entry.conversation.id })
@@ -239,9 +312,10 @@ M.send = task(function(text, opts)
   end
   local conv = opts.conv or view.conversation_of() or conversation.last()
   local title = conv and ("message to " .. title_of(conv.record or { title = conv.title })) or "message to a new conversation"
+  local root = conv and conv.server and conv.server.root or client.root()
   ui.compose(title, opts.context, function(written)
     M.send(written, { conv = conv, mode = opts.mode })
-  end)
+  end, root)
 end)
 
 --- Opens the compose buffer for a conversation.
@@ -501,13 +575,60 @@ M.usage = task(function()
   end
 end)
 
---- The text of lines `line1`–`line2` of `buf`, as context for a message.
+--- The text of lines `line1`–`line2` of `buf`, as context for a message (its path relative to
+--- the project root, as the agent's tools take it).
 function M.selection_context(buf, line1, line2)
-  local lines = vim.api.nvim_buf_get_lines(buf, line1 - 1, line2, false)
-  local name = vim.api.nvim_buf_get_name(buf)
-  local where = name ~= "" and vim.fn.fnamemodify(name, ":.") or ("buffer " .. buf)
-  local range = line1 == line2 and ("line " .. line1) or ("lines %d-%d"):format(line1, line2)
-  return ("From `%s`, %s:\n```%s\n%s\n```"):format(where, range, vim.bo[buf].filetype, table.concat(lines, "\n"))
+  return (context.block(buf, line1, line2))
 end
+
+--- `:[range]Openvaala add`: the buffer, or those lines, go with the next message.
+function M.add(buf, line1, line2)
+  context.add(buf, line1, line2)
+end
+
+--- `:Openvaala add!`.
+function M.clear_context()
+  context.clear()
+end
+
+--- The conversation to act on, and whether the server answers `method` (said when not).
+local function target_supporting(method)
+  local conv = target()
+  if conv and supported(conv.server, method) then
+    return conv
+  end
+end
+
+--- `:Openvaala changes [turn]`: the turn's changed files in the quickfix list.
+M.changes = task(function(turn)
+  local conv = target_supporting("getTurnDiff")
+  if conv then
+    changes.changes(conv, turn)
+  end
+end)
+
+--- `:Openvaala diff [turn]`: a file before and after the turn, in diff mode.
+M.diff = task(function(turn)
+  local conv = target_supporting("getTurnDiff")
+  if conv then
+    changes.diff(conv, turn)
+  end
+end)
+
+--- `:Openvaala undo[!]`: the files as before the last turn that changed them.
+M.undo = task(function(force)
+  local conv = target_supporting("revertTurn")
+  if conv then
+    changes.undo(conv, force)
+  end
+end)
+
+--- `:Openvaala redo[!]`: the last undo, undone.
+M.redo = task(function(force)
+  local conv = target_supporting("revertTurn")
+  if conv then
+    changes.redo(conv, force)
+  end
+end)
 
 return M

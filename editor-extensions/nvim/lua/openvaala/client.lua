@@ -6,7 +6,15 @@ local util = require("openvaala.util")
 
 local M = {}
 
-M.PROTOCOL_VERSION = "0.3"
+M.PROTOCOL_VERSION = "0.3" -- and the parts of 0.4 the server lists in `methods`
+M.leaving = false -- Neovim is quitting: servers that exit are not reconnected
+
+vim.api.nvim_create_autocmd("VimLeavePre", {
+  group = vim.api.nvim_create_augroup("openvaala.client", { clear = true }),
+  callback = function()
+    M.leaving = true
+  end,
+})
 local PREFIX = "openvaala/"
 local MAX_HELD = 1000 -- notifications held for subscriptions whose subscribe answer is still on its way
 
@@ -110,8 +118,10 @@ function Server:_on_exit(code, signal)
     fn(false)
   end
   local reason = ("openvaala-lsp exited (code %s%s)"):format(code, signal ~= 0 and (", signal " .. signal) or "")
+  -- a clean exit follows a shutdown request (:LspStop, Neovim quitting): nothing to reconnect
+  local crashed = was_ready and (code ~= 0 or (signal or 0) ~= 0) and not M.leaving
   for _, fn in ipairs(self.exit_listeners) do
-    fn(reason)
+    fn(reason, crashed)
   end
   if not was_ready then
     util.error(reason .. " before it answered `initialize`: run `openvaala doctor` in a terminal, or see :LspLog")
@@ -209,7 +219,7 @@ function Server:release(id, unsubscribe)
   end
 end
 
---- `fn(reason)` runs when the server process exits.
+--- `fn(reason, crashed)` runs when the server process exits (`crashed`: it was not asked to).
 function Server:on_exit(fn)
   table.insert(self.exit_listeners, fn)
 end
@@ -258,9 +268,10 @@ end
 --- The server for the project of `bufnr`, started if needed. Returns nil and a message (meant for
 --- the user) when it cannot start, e.g. when `openvaala-lsp` is missing.
 ---@param bufnr integer?
+---@param root string? the project root (default: the buffer's)
 ---@return openvaala.Server?, string?
-function M.get(bufnr)
-  local root = M.root(bufnr)
+function M.get(bufnr, root)
+  root = root or M.root(bufnr)
   local existing = by_root[root]
   if existing and not existing.dead then
     return existing

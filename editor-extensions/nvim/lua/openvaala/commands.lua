@@ -43,6 +43,44 @@ M.subcommands = {
       actions.send(rest ~= "" and rest or nil, { context = context })
     end,
   },
+  add = {
+    help = "[range]add[!]: the buffer, or the lines of a range, go with the next message as context (! clears)",
+    run = function(_, opts)
+      if opts.bang then
+        return actions.clear_context()
+      end
+      local buf = vim.api.nvim_get_current_buf()
+      if opts.range > 0 then
+        actions.add(buf, opts.line1, opts.line2)
+      else
+        actions.add(buf)
+      end
+    end,
+  },
+  changes = {
+    help = "changes [turn]: the files a turn changed (the last that changed any), in the quickfix list",
+    run = function(rest)
+      actions.changes(rest)
+    end,
+  },
+  diff = {
+    help = "diff [turn]: a file the turn changed, before and after (vimdiff)",
+    run = function(rest)
+      actions.diff(rest)
+    end,
+  },
+  undo = {
+    help = "undo[!]: the files go back to before the last turn that changed them (! overwrites changes made since)",
+    run = function(_, opts)
+      actions.undo(opts.bang)
+    end,
+  },
+  redo = {
+    help = "redo[!]: undo the last undo",
+    run = function(_, opts)
+      actions.redo(opts.bang)
+    end,
+  },
   steer = {
     help = "steer [text]: deliver text into the running turn (none: pick a queued input)",
     run = function(rest)

@@ -12,6 +12,7 @@ local M = {}
 ---@field open "vsplit"|"split"|"tab"|"current" where `:Openvaala new/open` show the conversation
 ---@field fold_results integer tool results longer than this many lines are folded
 ---@field markdown boolean highlight conversation buffers with the markdown tree-sitter parser
+---@field quickfix boolean a turn that changed files puts them in the quickfix list when it ends
 M.defaults = {
   cmd = { "openvaala-lsp" },
   cmd_env = nil,
@@ -23,6 +24,7 @@ M.defaults = {
   open = "vsplit",
   fold_results = 4,
   markdown = true,
+  quickfix = true,
 }
 
 ---@type openvaala.Options

@@ -57,6 +57,11 @@ function M.is_current(conv)
   return conv ~= nil and registry[conv.id] == conv
 end
 
+--- The conversation object of this id in use here, if any.
+function M.of_id(id)
+  return registry[id]
+end
+
 function M.touch(conv)
   last_active = conv
 end
@@ -78,6 +83,10 @@ function M.of(server, id, record)
       sessions = {},
       last_ordinal = 0,
       footers = {},
+      turn_files = {}, -- by turn id: what the turn changed (turnDiffUpdated, else its tool results)
+      turn_diff_known = {}, -- turn ids whose turn_files came from turnDiffUpdated
+      redo = {}, -- {turnId, revertedBy, label} of the undos made here, newest last
+      undone = {}, -- turn ids undone here (not redone)
       streaming = {},
       pending = {},
       approvals = {},
@@ -90,9 +99,12 @@ function M.of(server, id, record)
   end
   if conv.server ~= server then
     conv.server = server
-    server:on_exit(function(reason)
+    server:on_exit(function(reason, crashed)
       if conv.server == server then
-        conv:_disconnected(reason)
+        conv:_disconnected(reason, crashed)
+        if crashed then
+          M.reconnect(server.root, reason)
+        end
       end
     end)
   end
@@ -173,12 +185,56 @@ function Conversation:set_info(info, live)
   end
 end
 
-function Conversation:_disconnected(reason)
+function Conversation:_disconnected(reason, crashed)
   self.subs = {}
   self.approvals = {} -- nobody can answer them through this server; reconnecting shows what waits
   self.status = "disconnected"
-  self:notice("error", reason .. ": :Openvaala open to reconnect")
+  self:notice("error", reason .. (crashed and ": reconnecting…" or ": :Openvaala open to reconnect"))
   self:changed()
+end
+
+local reconnecting = {} -- project roots with a reconnect scheduled
+local MAX_RECONNECTS = 4
+
+--- After the server of `root` died: a new one, and the conversations shown here that used it
+--- attached again (they catch up from their last item). Tries a few times, waiting longer each.
+function M.reconnect(root, reason, attempt)
+  attempt = attempt or 0
+  if reconnecting[root] then
+    return
+  end
+  reconnecting[root] = true
+  vim.defer_fn(function()
+    reconnecting[root] = nil
+    async.run(function()
+      local waiting = {}
+      for _, conv in pairs(registry) do
+        if conv.status == "disconnected" and conv.server and conv.server.dead and conv.server.root == root then
+          table.insert(waiting, conv)
+        end
+      end
+      if #waiting == 0 or require("openvaala.client").leaving then
+        return
+      end
+      local server = require("openvaala.client").get(nil, root)
+      if not server or not server:wait_ready() then
+        if attempt + 1 < MAX_RECONNECTS then
+          return M.reconnect(root, reason, attempt + 1)
+        end
+        for _, conv in ipairs(waiting) do
+          conv:notice("error", "could not reconnect: :Openvaala open to try again")
+          conv:changed()
+        end
+        return
+      end
+      for _, conv in ipairs(waiting) do
+        if registry[conv.id] == conv and conv.status == "disconnected" and conv:attach(server) then
+          conv:notice("info", ("reconnected (%s)"):format(reason))
+          conv:changed()
+        end
+      end
+    end)
+  end, 200 * 2 ^ attempt)
 end
 
 -- The saved log
@@ -190,6 +246,7 @@ function Conversation:append_saved(logged, turns)
     if entry.ordinal > self.last_ordinal then
       table.insert(self.log, { kind = "item", ordinal = entry.ordinal, item = entry.item })
       self.last_ordinal = entry.ordinal
+      self:_note_file_changes(entry.item)
     end
     local turn_id = entry.item.turnId
     local next_entry = logged[index + 1]
@@ -205,7 +262,41 @@ end
 function Conversation:add_footer(turn)
   if not self.footers[turn.id] then
     self.footers[turn.id] = true
-    table.insert(self.log, { kind = "turn", turn = turn })
+    table.insert(self.log, { kind = "turn", turn = turn, files = self.turn_files[turn.id] })
+  end
+end
+
+--- A tool result's `fileChanges`, summed per path into its turn's files (unless the turn's own
+--- diff, from turnDiffUpdated, is known).
+function Conversation:_note_file_changes(item)
+  local changes = item.type == "toolResult" and item.toolResult and item.toolResult.fileChanges
+  local turn_id = item.turnId
+  if type(changes) ~= "table" or #changes == 0 or not turn_id or self.turn_diff_known[turn_id] then
+    return
+  end
+  local files = self.turn_files[turn_id] or {}
+  self.turn_files[turn_id] = files
+  for _, change in ipairs(changes) do
+    local known
+    for _, file in ipairs(files) do
+      if file.path == change.path then
+        known = file
+      end
+    end
+    if known then
+      known.additions = (known.additions or 0) + (change.additions or 0)
+      known.deletions = (known.deletions or 0) + (change.deletions or 0)
+      known.kind = known.kind == "add" and change.kind ~= "delete" and "add" or change.kind
+    else
+      table.insert(files, {
+        path = change.path,
+        kind = change.kind,
+        movedFrom = change.movedFrom,
+        additions = change.additions or 0,
+        deletions = change.deletions or 0,
+        binary = change.binary,
+      })
+    end
   end
 end
 

@@ -139,6 +139,12 @@ end
 function session_handlers.turnStarted(conv, e)
   conv.turn = e.turn
   conv.notices = {}
+  conv.redo = {} -- a redo now would undo this turn too
+end
+
+function session_handlers.turnDiffUpdated(conv, e)
+  conv.turn_files[e.turnId] = e.files or {}
+  conv.turn_diff_known[e.turnId] = true
 end
 
 function session_handlers.turnCompleted(conv, e)
@@ -149,6 +155,10 @@ function session_handlers.turnCompleted(conv, e)
     end
   end
   conv:add_footer(e.turn)
+  local files = conv.turn_files[e.turn.id]
+  if files and #files > 0 then
+    require("openvaala.changes").turn_ended(conv, e.turn)
+  end
   -- an approval of a call that is no longer streaming was decided (its approvalResolved came
   -- first); a sub-agent's ran inside this turn, so it was decided too
   for i = #conv.approvals, 1, -1 do

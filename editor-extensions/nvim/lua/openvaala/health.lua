@@ -14,6 +14,8 @@ M.OPTIONAL = {
   ["openvaala/forkConversation"] = ":Openvaala fork",
   ["openvaala/compactContext"] = ":Openvaala compact",
   ["openvaala/query"] = ":Openvaala usage",
+  ["openvaala/getTurnDiff"] = ":Openvaala changes / diff",
+  ["openvaala/revertTurn"] = ":Openvaala undo / redo",
 }
 
 --- Waits (checkhealth is synchronous) for the answer of a request; returns result, err.

@@ -70,7 +70,7 @@ end
 
 ---@param out openvaala.Lines
 ---@param item table
----@param opts {streaming: boolean?, pending: string?}?
+---@param opts {streaming: boolean?, pending: string?, root: string?}?
 function M.item(out, item, opts)
   opts = opts or {}
   local kind = item.type
@@ -123,6 +123,9 @@ function M.item(out, item, opts)
         out:text(text, hl, 0, "    ")
       end
     end
+    for _, change in ipairs(type(result.fileChanges) == "table" and result.fileChanges or {}) do
+      out:add("    ✎ " .. M.file_change(change, opts.root), "OpenvaalaTool")
+    end
   elseif kind == "compaction" then
     out:fold("── context compacted ──" .. suffix, "OpenvaalaStatus", text, "OpenvaalaReasoning", "  ")
   elseif kind == "error" then
@@ -134,28 +137,70 @@ function M.item(out, item, opts)
   out:add("")
 end
 
---- The footer of a finished turn.
-function M.turn_footer(out, turn)
+--- Why a turn ended, in words, for the endings worth a word (`Turn.reason`).
+M.REASONS = {
+  runtimeStopped = "the runtime stopped mid-turn; its answer is kept as far as it was saved",
+  maxTokens = "the model reached its output limit",
+  limitReached = "a limit was reached",
+  modelError = "the model failed",
+  toolError = "a tool failed",
+  cancelledByHook = "a hook cancelled it",
+}
+
+local KIND_MARK = { add = "A", update = "M", delete = "D", move = "R" }
+
+--- `M src/a.py +3 −1`: one file a turn or a tool changed (`FileChange` or its summary).
+function M.file_change(change, root)
+  local text = ("%s %s"):format(KIND_MARK[change.kind] or "?", util.relative(change.path or "?", root))
+  if change.movedFrom then
+    text = text .. " (from " .. util.relative(change.movedFrom, root) .. ")"
+  end
+  if change.binary then
+    return text .. " (binary)"
+  end
+  return ("%s +%d −%d"):format(text, change.additions or 0, change.deletions or 0)
+end
+
+--- `2 files changed +12 −4`.
+function M.files_summary(files)
+  local added, deleted = 0, 0
+  for _, change in ipairs(files) do
+    added, deleted = added + (change.additions or 0), deleted + (change.deletions or 0)
+  end
+  return ("%s changed +%d −%d"):format(util.plural(#files, "file"), added, deleted)
+end
+
+--- The footer of a finished turn; `files`: what it changed, if known.
+function M.turn_footer(out, turn, files, root)
   local usage = turn.usage and turn.usage.totalTokens or 0
   local tokens = usage > 0 and (" · " .. util.tokens(usage) .. " tokens") or ""
+  local why = turn.reason and M.REASONS[turn.reason]
+  why = why and (": " .. why .. " (" .. turn.reason .. ")") or ""
   if turn.status == "failed" then
     local err = turn.error or {}
     out:add(("✗ turn failed: %s%s"):format(err.message or err.kind or "?", tokens), "OpenvaalaError")
   elseif turn.status == "interrupted" then
-    out:add("⏹ turn interrupted" .. tokens, "OpenvaalaStatus")
+    out:add("⏹ turn interrupted" .. why .. tokens, turn.reason == "runtimeStopped" and "OpenvaalaError" or "OpenvaalaStatus")
   else
-    out:add("✓ turn " .. (turn.status or "completed") .. tokens, "OpenvaalaStatus")
+    out:add("✓ turn " .. (turn.status or "completed") .. why .. tokens, "OpenvaalaStatus")
+  end
+  if files and #files > 0 then
+    out:add(("✎ %s · :Openvaala changes / diff / undo"):format(M.files_summary(files)), "OpenvaalaTool")
+    for _, change in ipairs(files) do
+      out:add("  " .. M.file_change(change, root), "OpenvaalaTool")
+    end
   end
   out:add("")
 end
 
 ---@param out openvaala.Lines
 ---@param entry openvaala.Entry
-function M.entry(out, entry)
+---@param root string? the project root: paths are shown relative to it
+function M.entry(out, entry, root)
   if entry.kind == "item" then
-    M.item(out, entry.item)
+    M.item(out, entry.item, { root = root })
   elseif entry.kind == "turn" then
-    M.turn_footer(out, entry.turn)
+    M.turn_footer(out, entry.turn, entry.files, root)
   elseif entry.kind == "more" then
     out:add(("… earlier items are not shown (the last %d are; `history` in setup)"):format(config.options.history), "OpenvaalaStatus")
     out:add("")
@@ -214,8 +259,9 @@ local STATUS = {
 ---@param conv openvaala.Conversation
 function M.live(conv)
   local out = M.lines()
+  local root = conv.server and conv.server.root
   for _, streaming in ipairs(conv.streaming) do
-    M.item(out, streaming.item, { streaming = true })
+    M.item(out, streaming.item, { streaming = true, root = root })
   end
   for _, pending in ipairs(conv.pending) do
     M.item(out, pending.item, { pending = pending.mode or "queue" })

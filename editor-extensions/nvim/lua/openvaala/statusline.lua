@@ -35,6 +35,10 @@ function M.text(conv)
   if #conv.pending > 0 then
     parts[#parts + 1] = ("· %d queued"):format(#conv.pending)
   end
+  local attached = package.loaded["openvaala.context"] and package.loaded["openvaala.context"].attached or {}
+  if #attached > 0 then
+    parts[#parts + 1] = ("· %d attached"):format(#attached)
+  end
   return table.concat(parts, " ")
 end
 

@@ -5,13 +5,17 @@ local M = {}
 ---@param title string what the message is for
 ---@param initial string? text to start with (e.g. a selection as context)
 ---@param on_send fun(text: string)
-function M.compose(title, initial, on_send)
+---@param root string? the project root: `@` completes its files (<C-x><C-o>)
+function M.compose(title, initial, on_send, root)
   local buf = vim.api.nvim_create_buf(false, true)
   vim.api.nvim_buf_set_name(buf, ("openvaala://compose/%d"):format(buf))
   vim.bo[buf].buftype = "acwrite"
   vim.bo[buf].bufhidden = "wipe"
   vim.bo[buf].swapfile = false
   vim.bo[buf].filetype = "markdown"
+  vim.b[buf].openvaala_root = root
+  vim.bo[buf].omnifunc = "v:lua.require'openvaala.context'.omnifunc"
+  vim.bo[buf].completefunc = "v:lua.require'openvaala.context'.omnifunc"
   local lines = { "" } -- the message is written on the first line, above the context
   if initial then
     table.insert(lines, "")
@@ -23,7 +27,11 @@ function M.compose(title, initial, on_send)
   local win = vim.api.nvim_get_current_win()
   vim.api.nvim_win_set_buf(win, buf)
   vim.api.nvim_win_set_cursor(win, { 1, 0 })
-  vim.wo[win].winbar = " " .. title .. "  —  :w or <C-s> sends, q cancels"
+  local attached = require("openvaala.context").summary()
+  vim.wo[win].winbar = " "
+    .. title:gsub("%%", "%%%%")
+    .. (attached ~= "" and ("  + " .. attached:gsub("%%", "%%%%")) or "")
+    .. "  —  :w or <C-s> sends, q cancels, @ <C-x><C-o> a file"
 
   local function send()
     local text = vim.trim(table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n"))

@@ -137,6 +137,84 @@ function M.asks(permissions)
   return permissions.default == "ask" or vim.tbl_contains(vim.tbl_values(tools), "ask")
 end
 
+--- Seconds since the epoch of an RFC 3339 time (`2026-12-05T20:26:07.5Z`, `...+01:00`); nil if
+--- it is not one.
+function M.epoch(text)
+  if type(text) ~= "string" then
+    return nil
+  end
+  local y, mo, d, h, mi, s, rest = text:match("^(%d+)-(%d+)-(%d+)[T ](%d+):(%d+):(%d+)(.*)$")
+  if not y then
+    return nil
+  end
+  y, mo, d = tonumber(y), tonumber(mo), tonumber(d)
+  -- days from 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil)
+  local yy = mo <= 2 and y - 1 or y
+  local era = math.floor(yy / 400)
+  local yoe = yy - era * 400
+  local doy = math.floor((153 * (mo + (mo > 2 and -3 or 9)) + 2) / 5) + d - 1
+  local doe = yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy
+  local days = era * 146097 + doe - 719468
+  local offset = 0
+  local sign, oh, om = rest:match("([+-])(%d%d):?(%d%d)$")
+  if sign then
+    offset = (tonumber(oh) * 3600 + tonumber(om) * 60) * (sign == "+" and 1 or -1)
+  end
+  return days * 86400 + tonumber(h) * 3600 + tonumber(mi) * 60 + tonumber(s) - offset
+end
+
+--- `just now`, `5 min ago`, `3 h ago`, `yesterday`, `4 days ago`, then the date: how long ago an
+--- RFC 3339 time was (`now`: seconds since the epoch, default the clock).
+function M.relative_time(text, now)
+  local at = M.epoch(text)
+  if not at then
+    return ""
+  end
+  local ago = (now or os.time()) - at
+  if ago < 60 then
+    return "just now"
+  elseif ago < 3600 then
+    return ("%d min ago"):format(math.floor(ago / 60))
+  elseif ago < 86400 then
+    return ("%d h ago"):format(math.floor(ago / 3600))
+  elseif ago < 2 * 86400 then
+    return "yesterday"
+  elseif ago < 14 * 86400 then
+    return ("%d days ago"):format(math.floor(ago / 86400))
+  end
+  return text:sub(1, 10)
+end
+
+--- One line of at most `max` characters (whitespace folded, `…` where it was cut).
+function M.first_line(text, max)
+  text = vim.trim((text or ""):gsub("%s+", " "))
+  max = max or 60
+  if vim.fn.strchars(text) > max then
+    return vim.fn.strcharpart(text, 0, max - 1) .. "…"
+  end
+  return text
+end
+
+--- `path` relative to `root` when inside it, else as given (`~` for the home directory).
+function M.relative(path, root)
+  path = vim.fs.normalize(path)
+  if root then
+    root = vim.fs.normalize(root)
+    local real_root = vim.uv.fs_realpath(root) or root
+    for _, base in ipairs({ root, real_root }) do
+      if vim.startswith(path, base .. "/") then
+        return path:sub(#base + 2)
+      end
+    end
+  end
+  return vim.fn.fnamemodify(path, ":~")
+end
+
+--- `3 files`, `1 file`.
+function M.plural(n, word)
+  return ("%d %s%s"):format(n, word, n == 1 and "" or "s")
+end
+
 local counter = 0
 --- A fresh idempotency key for `submitInput`.
 function M.input_id()

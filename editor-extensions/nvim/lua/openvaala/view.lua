@@ -135,7 +135,7 @@ local function draw(view)
     if view.entries < #conv.log then
       local saved = render.lines()
       for i = view.entries + 1, #conv.log do
-        render.entry(saved, conv.log[i])
+        render.entry(saved, conv.log[i], conv.server and conv.server.root)
       end
       view.entries = #conv.log
       -- the live part moves down: its fold levels are rewritten below
@@ -292,7 +292,17 @@ function M.show(conv, opts)
   if not win then
     local current = vim.api.nvim_get_current_win()
     local how = config.options.open
-    if how == "current" then
+    -- a window of this tab that shows a conversation already shows this one instead
+    local reuse
+    for _, candidate in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+      if views[vim.api.nvim_win_get_buf(candidate)] and vim.api.nvim_win_get_config(candidate).relative == "" then
+        reuse = reuse or candidate
+      end
+    end
+    if reuse then
+      vim.api.nvim_set_current_win(reuse)
+      vim.api.nvim_win_set_buf(reuse, buf)
+    elseif how == "current" then
       vim.api.nvim_win_set_buf(0, buf)
     else
       vim.cmd(({ split = "split", tab = "tabnew", vsplit = "vsplit" })[how] or "vsplit")

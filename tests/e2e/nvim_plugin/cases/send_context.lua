@@ -23,15 +23,15 @@ local conv = require("openvaala.view").conversation_of(buf)
 H.equal("the server runs for the file's project root", H.server().root, vim.fs.normalize(vim.fn.getcwd() .. "/src"))
 H.equal("the agent works there", conv.record.executorSettings.directory, vim.uv.fs_realpath(vim.fn.getcwd() .. "/src"))
 local messages = model:requests()[1].json.messages
-H.equal("the selection reached the model as context", messages[#messages].content,
-  "What does this do?\n\nFrom `src/calc.py`, lines 1-2:\n```python\ndef add(a, b):\n    return a + b\n```")
+H.equal("the selection reached the model as context, its path as the agent sees it (from the project root)", messages[#messages].content,
+  "What does this do?\n\nFrom `calc.py`, lines 1-2:\n```python\ndef add(a, b):\n    return a + b\n```")
 
 -- a range without text opens the compose buffer with the context; :w sends
 vim.cmd("4Openvaala send")
 local compose = vim.api.nvim_get_current_buf()
 H.check("a compose buffer opened", vim.api.nvim_buf_get_name(compose):find("openvaala://compose/", 1, true), vim.api.nvim_buf_get_name(compose))
 H.equal("it holds the context below two empty lines", vim.api.nvim_buf_get_lines(compose, 0, -1, false),
-  { "", "", "From `src/calc.py`, line 4:", "```python", "print(add(1, 2))", "```" })
+  { "", "", "From `calc.py`, line 4:", "```python", "print(add(1, 2))", "```" })
 vim.api.nvim_buf_set_lines(compose, 0, 1, false, { "And this line?" })
 model:enqueue({ { "text", "It prints 3." } })
 vim.cmd("write")
@@ -40,7 +40,7 @@ H.wait("the compose buffer to close", function()
   return not vim.api.nvim_buf_is_valid(compose)
 end)
 messages = model:requests()[2].json.messages
-H.equal("the written message was sent", messages[#messages].content, "And this line?\n\nFrom `src/calc.py`, line 4:\n```python\nprint(add(1, 2))\n```")
+H.equal("the written message was sent", messages[#messages].content, "And this line?\n\nFrom `calc.py`, line 4:\n```python\nprint(add(1, 2))\n```")
 
 -- `i` in the conversation buffer opens the compose buffer for it; <C-s> sends
 vim.api.nvim_set_current_win(vim.fn.win_findbuf(buf)[1])
