@@ -6,9 +6,26 @@ import { DisposableStore, Emitter, type Disposable, type Event } from "../client
 import type { OpenvaalaClient } from "../client/openvaalaClient";
 import type { SandboxState } from "../client/rpc";
 import { ProtocolError, toProtocolError } from "../protocol/errors";
-import type { AgentInfo, ApprovalDecision, ContextUsage, Conversation, SessionContextUsage } from "../protocol/generated";
+import type {
+  AgentInfo,
+  ApprovalDecision,
+  ContentInput,
+  ContextUsage,
+  Conversation,
+  FileChange,
+  GetTurnDiffResult,
+  SessionContextUsage,
+  SessionInputMode,
+  Turn,
+} from "../protocol/generated";
+import type { TimelineOp } from "../client/timeline";
+import { contextLabel, contextPart, rankMentions } from "../shared/context";
+import { diffTexts } from "../shared/unifiedDiff";
 import type {
   ConnectionStatus,
+  ContextRef,
+  TurnFile,
+  TurnInfo,
   FixAction,
   FolderInfo,
   HostCommand,
@@ -24,6 +41,24 @@ export interface ChatUi {
   pickAgent(agents: AgentInfo[]): Promise<AgentInfo | undefined>;
   runCommand(command: HostCommand): void;
   openLink(href: string): void;
+  /** VS Code's diff editor on two texts (virtual documents), titled `title`. */
+  showDiff(diff: DiffView): Promise<void>;
+  /** Opens a file (absolute, or relative to the folder) at a line (1-based). */
+  openFile(folder: string | undefined, path: string, line?: number): Promise<void>;
+  /** A file's text now (the editor's unsaved text when open), or undefined when it cannot be read. */
+  readFile(folder: string | undefined, path: string): Promise<string | undefined>;
+  /** The folder's files, relative to it (for the @-mention completion). */
+  workspaceFiles(folder: string | undefined): Promise<string[]>;
+}
+
+/** What the diff editor shows for one file of a turn. */
+export interface DiffView {
+  title: string;
+  path: string;
+  before: string;
+  after: string;
+  /** Why the sides are not the whole file (shown in the editor's title and as a message). */
+  note?: string;
 }
 
 export interface ClientProvider {
@@ -82,6 +117,11 @@ export class ChatController implements Disposable {
   private watchedClient: OpenvaalaClient | undefined;
   private clientStore = new DisposableStore();
   private listRefresh: ReturnType<typeof setTimeout> | undefined;
+  /** The open conversation's turns as the view knows them (how they ended, files, undone). */
+  private turnInfo = new Map<string, TurnInfo>();
+  private turnDiffs = new Map<string, GetTurnDiffResult>();
+  /** "No model is configured" is said once (until a model shows up or the connection restarts). */
+  private noModelSaid = false;
 
   constructor(
     private readonly ui: ChatUi,
@@ -147,8 +187,7 @@ export class ChatController implements Disposable {
       case "create":
         return this.create();
       case "submit":
-        await this.require().submit(message.content, message.mode);
-        return;
+        return this.submit(message.content, message.mode, message.context ?? []);
       case "steer":
         await this.require().steer(message.itemId);
         return;
@@ -196,6 +235,14 @@ export class ChatController implements Disposable {
       case "command":
         this.ui.runCommand(message.command);
         return;
+      case "openDiff":
+        return this.openDiff(message.turnId, message.path);
+      case "revertTurn":
+        return this.revert(message.turnId, message.force === true, message.redo === true);
+      case "openFile":
+        return this.ui.openFile(this.folder, message.path, message.line);
+      case "mentionQuery":
+        return this.mentions(message.requestId, message.query);
       default:
         return;
     }
@@ -258,6 +305,7 @@ export class ChatController implements Disposable {
     try {
       const list = await client.models();
       if (list.models.length === 0) this.fail(new ProtocolError("no model is configured", -32013, "noModelConfigured"));
+      else this.noModelSaid = false;
     } catch {
       // the list is a courtesy; a real failure shows on the next request
     }
@@ -323,6 +371,7 @@ export class ChatController implements Disposable {
     this.openStore = store;
     store.add(open.onOps(({ sessionId, ops }) => {
       this.post({ type: "ops", sessionId, ops });
+      if (sessionId === open.mainSession?.session.id) this.onMainOps(open, ops);
       if (ops.some((op) => op.op === "status" || op.op === "turn")) this.emitContext();
       if (ops.some((op) => op.op === "turn" && op.phase === "completed")) void this.refreshContext(sessionId).catch(() => undefined);
     }));
@@ -342,10 +391,188 @@ export class ChatController implements Disposable {
     store.add(open.onClosed((reason) => {
       this.post({ type: "notice", level: "warning", message: `The conversation closed: ${reason.message}` });
     }));
+    this.turnInfo = new Map();
+    this.turnDiffs = new Map();
     this.replayOpen(open);
     void this.sendModels(client, open.conversation.agentName);
     const main = open.mainSession;
     if (main) await this.refreshContext(main.session.id).catch(() => undefined);
+    void this.loadTurns(open).catch(() => undefined);
+  }
+
+  // Turns: how each ended, what it changed (its files under it, each opening a diff), undo and redo.
+
+  private postTurns(open: OpenConversation, turns: TurnInfo[]): void {
+    const main = open.mainSession;
+    if (!main || turns.length === 0 || this.open !== open) return;
+    this.post({ type: "turnInfo", sessionId: main.session.id, turns });
+  }
+
+  private mergeTurn(update: TurnInfo): TurnInfo {
+    const merged: TurnInfo = { ...this.turnInfo.get(update.turnId), ...update };
+    this.turnInfo.set(update.turnId, merged);
+    return merged;
+  }
+
+  private static turnUpdate(turn: Turn): TurnInfo {
+    return { turnId: turn.id, status: turn.status, ...(turn.reason ? { reason: turn.reason } : {}) };
+  }
+
+  /** On open: how the main session's turns ended, and the files of those that changed some. */
+  private async loadTurns(open: OpenConversation): Promise<void> {
+    const main = open.mainSession;
+    if (!main) return;
+    const client = this.watchedClient;
+    const updates: TurnInfo[] = [];
+    if (client?.supports("openvaala/listTurns")) {
+      for (const turn of await open.turns(main.session.id, 200)) updates.push(this.mergeTurn(ChatController.turnUpdate(turn)));
+    }
+    // the files each turn's tool results reported, until the turn's own diff comes
+    const changed = new Map<string, Map<string, TurnFile>>();
+    for (const { item } of main.subscription.timeline.snapshot().items) {
+      const changes = item.toolResult?.fileChanges;
+      if (!item.turnId || !changes?.length) continue;
+      const files = changed.get(item.turnId) ?? new Map<string, TurnFile>();
+      changed.set(item.turnId, files);
+      for (const change of changes) {
+        const known = files.get(change.path);
+        files.set(change.path, {
+          ...summaryOf(change),
+          additions: (known?.additions ?? 0) + change.additions,
+          deletions: (known?.deletions ?? 0) + change.deletions,
+        });
+      }
+    }
+    for (const [turnId, files] of changed) {
+      if (!this.turnInfo.get(turnId)?.files) updates.push(this.mergeTurn({ turnId, files: [...files.values()] }));
+    }
+    this.postTurns(open, updates);
+    if (!client?.supports("openvaala/getTurnDiff")) return;
+    const recent = [...changed.keys()].slice(-20);
+    for (const turnId of recent.reverse()) {
+      if (this.open !== open) return;
+      await this.refreshTurnDiff(open, turnId).catch(() => undefined);
+    }
+  }
+
+  private async refreshTurnDiff(open: OpenConversation, turnId: string): Promise<GetTurnDiffResult> {
+    const diff = await open.turnDiff(turnId);
+    this.turnDiffs.set(turnId, diff);
+    this.postTurns(open, [this.mergeTurn({ turnId, files: diff.files.map(summaryOf), complete: diff.complete })]);
+    return diff;
+  }
+
+  private onMainOps(open: OpenConversation, ops: readonly TimelineOp[]): void {
+    const updates: TurnInfo[] = [];
+    for (const op of ops) {
+      if (op.op === "turnFiles") {
+        this.turnDiffs.delete(op.turnId);
+        updates.push(this.mergeTurn({ turnId: op.turnId, files: op.files.map((file) => ({ ...file })) }));
+      } else if (op.op === "turn") {
+        updates.push(this.mergeTurn(ChatController.turnUpdate(op.turn)));
+        if (op.phase === "completed" && this.turnInfo.get(op.turn.id)?.files && this.watchedClient?.supports("openvaala/getTurnDiff")) {
+          this.turnDiffs.delete(op.turn.id);
+          void this.refreshTurnDiff(open, op.turn.id).catch(() => undefined);
+        }
+      }
+    }
+    this.postTurns(open, updates);
+  }
+
+  /** The diff editor on one file of a turn: before ↔ after, the before text rebuilt from the turn's
+   * diff on the file as it is now (else the turn's hunks alone, saying so). */
+  private async openDiff(turnId: string, path: string): Promise<void> {
+    const open = this.require();
+    const diff = this.turnDiffs.get(turnId) ?? (await this.refreshTurnDiff(open, turnId));
+    const change = diff.files.find((file) => file.path === path);
+    if (!change) throw new Error(`The turn's diff has no ${path} (any more).`);
+    const current = change.kind === "delete" ? undefined : await this.ui.readFile(this.folder, change.path);
+    const texts = diffTexts(change, current);
+    const name = change.path.slice(change.path.lastIndexOf("/") + 1);
+    const label = change.kind === "add" ? "added" : change.kind === "delete" ? "deleted" : change.kind === "move" ? "moved" : "changed";
+    await this.ui.showDiff({
+      title: `${name} (${label} by the turn)${texts.whole ? "" : " · hunks only"}`,
+      path: change.path,
+      before: texts.before,
+      after: texts.after,
+      ...(texts.note ? { note: texts.note } : {}),
+    });
+  }
+
+  /** Undo (revert `turnId` and every later turn) or redo (revert the revert `turnId`). A refusal
+   * because files changed since comes back to the view in the runtime's words, with the files. */
+  private async revert(turnId: string, force: boolean, redo: boolean): Promise<void> {
+    const open = this.require();
+    let result;
+    try {
+      result = await open.revertTurn(turnId, force);
+    } catch (error) {
+      const protocolError = toProtocolError(error);
+      if (protocolError.kind === "conflict") {
+        const data = protocolError.data as { files?: FileChange[] } | undefined;
+        const files = Array.isArray(data?.files) ? data.files.map(summaryOf) : [];
+        this.post({ type: "revertConflict", turnId, redo, message: protocolError.message, files });
+        return;
+      }
+      this.post({ type: "revertDone", turnId });
+      throw error;
+    }
+    const updates: TurnInfo[] = [];
+    if (redo) {
+      for (const info of this.turnInfo.values()) {
+        if (info.undoneBy === turnId) {
+          const rest: TurnInfo = { ...info };
+          delete rest.undoneBy;
+          this.turnInfo.set(info.turnId, rest);
+          updates.push({ ...rest, undoneBy: "" });
+        }
+      }
+    } else if (result.revertedBy) {
+      for (const id of result.revertedTurnIds) updates.push(this.mergeTurn({ turnId: id, undoneBy: result.revertedBy }));
+    }
+    this.postTurns(open, updates);
+    this.post({ type: "revertDone", turnId });
+    const files = result.files.length;
+    const what = redo ? "Redone" : `Undone${result.revertedTurnIds.length > 1 ? ` (${result.revertedTurnIds.length} turns)` : ""}`;
+    this.post({ type: "notice", level: "info", message: `${what}: ${files} ${files === 1 ? "file" : "files"} restored.` });
+  }
+
+  /** Input with the editor's context: each file or selection a text part naming its path and lines. */
+  private async submit(content: ContentInput[], mode: SessionInputMode, context: ContextRef[]): Promise<void> {
+    const open = this.require();
+    const parts: ContentInput[] = [...content];
+    const missing: string[] = [];
+    for (const ref of context) {
+      let text = ref.text;
+      let total: number | undefined;
+      if (text === undefined) {
+        const whole = await this.ui.readFile(this.folder, ref.uri ?? ref.path);
+        if (whole === undefined) {
+          missing.push(ref.path);
+          continue;
+        }
+        const lines = whole.split("\n");
+        total = lines.length - (whole.endsWith("\n") ? 1 : 0);
+        text = ref.startLine !== undefined ? lines.slice(ref.startLine - 1, ref.endLine ?? ref.startLine).join("\n") : whole;
+      }
+      parts.push({ type: "text", text: contextPart(ref, text, total) });
+    }
+    if (missing.length > 0) {
+      throw new Error(`Not sent: cannot read ${missing.map((path) => contextLabel({ path })).join(", ")}.`);
+    }
+    await open.submit(parts, mode);
+  }
+
+  private mentionFiles: { folder: string | undefined; at: number; files: Promise<string[]> } | undefined;
+
+  /** The @-mention completion: the folder's files (listed at most every 10 s), ranked by the query. */
+  private async mentions(requestId: number, query: string): Promise<void> {
+    const now = Date.now();
+    if (!this.mentionFiles || this.mentionFiles.folder !== this.folder || now - this.mentionFiles.at > 10_000) {
+      this.mentionFiles = { folder: this.folder, at: now, files: this.ui.workspaceFiles(this.folder) };
+    }
+    const files = await this.mentionFiles.files;
+    this.post({ type: "mentions", requestId, query, items: rankMentions(files, query) });
   }
 
   /** Sends everything about the open conversation (on open, and when the webview reloads). */
@@ -362,6 +589,7 @@ export class ChatController implements Disposable {
       });
     }
     for (const entry of sessions) this.post({ type: "sync", sessionId: entry.session.id, state: entry.subscription.syncState });
+    if (this.open === open) this.postTurns(open, [...this.turnInfo.values()]);
     this.emitContext();
   }
 
@@ -486,6 +714,8 @@ export class ChatController implements Disposable {
     const protocolError: ProtocolError = toProtocolError(error);
     switch (protocolError.kind) {
       case "noModelConfigured":
+        if (this.noModelSaid) return;
+        this.noModelSaid = true;
         this.post({
           type: "notice",
           level: "error",
@@ -517,4 +747,16 @@ export class ChatController implements Disposable {
     this.store.dispose();
     this.contextEmitter.dispose();
   }
+}
+
+/** A FileChange as the list under its turn shows it (no diff). */
+function summaryOf(change: { path: string; kind: string; additions: number; deletions: number; movedFrom?: string; binary?: boolean }): TurnFile {
+  return {
+    path: change.path,
+    kind: change.kind,
+    additions: change.additions,
+    deletions: change.deletions,
+    ...(change.movedFrom ? { movedFrom: change.movedFrom } : {}),
+    ...(change.binary ? { binary: true } : {}),
+  };
 }

@@ -8,11 +8,14 @@ import type {
   Conversation,
   ConversationEvent,
   ErrorInfo,
+  GetTurnDiffResult,
   ModelRef,
+  RevertTurnResult,
   Session,
   SessionContextUsage,
   SessionInputMode,
   SessionRuntimeInfo,
+  Turn,
 } from "../protocol/generated";
 import type { OpenvaalaRpc } from "./rpc";
 import { DEFAULT_RETRY, delay, isTransient, withRetry, type RetryPolicy } from "./retry";
@@ -375,6 +378,34 @@ export class OpenConversation implements Disposable {
     const entry = this.sessionsById.get(sessionId);
     if (entry) entry.session = session;
     return session;
+  }
+
+  /** What a turn changed in the workspace (checkpoint before it → after it, or now while it runs). */
+  turnDiff(turnId: string): Promise<GetTurnDiffResult> {
+    return this.act(() => this.rpc.request("openvaala/getTurnDiff", { conversationId: this.id, turnId }));
+  }
+
+  /** Puts the workspace back as it was before `turnId` (and every later turn); `force` overwrites
+   * files changed since (else the runtime answers `conflict`). Reverting a revert's turn redoes. */
+  async revertTurn(turnId: string, force = false): Promise<RevertTurnResult> {
+    // not retried after a restart cut it: a revert that did happen must not happen twice
+    const request = () =>
+      this.rpc.request("openvaala/revertTurn", { conversationId: this.id, turnId, files: true, ...(force ? { force: true } : {}) });
+    try {
+      return await request();
+    } catch (error) {
+      if (errorKind(error) !== "conversationNotOpen") throw error;
+      await this.reopen();
+      return await request();
+    }
+  }
+
+  /** The session's turns, newest first (how each ended: `status`, `reason`). */
+  async turns(sessionId: string, limit = 100): Promise<Turn[]> {
+    const page = await this.act(() =>
+      this.rpc.request("openvaala/listTurns", { conversationId: this.id, sessionId, order: "desc", limit }),
+    );
+    return page.items;
   }
 
   contextUsage(sessionId: string): Promise<SessionContextUsage> {

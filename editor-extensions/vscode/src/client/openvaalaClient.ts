@@ -33,6 +33,9 @@ export const OPTIONAL_METHODS = [
   "openvaala/setConversationTitle",
   "openvaala/listAgents",
   "openvaala/listModels",
+  "openvaala/getTurnDiff",
+  "openvaala/revertTurn",
+  "openvaala/listTurns",
 ] as const satisfies readonly Method[];
 
 export interface ClientOptions extends ConversationOptions {

@@ -8,6 +8,7 @@ import type {
   ApprovalRequest,
   ContextUsage,
   ErrorInfo,
+  FileChangeSummary,
   Item,
   LoggedItem,
   PendingApproval,
@@ -65,6 +66,8 @@ export type TimelineOp =
   | { op: "turn"; phase: "started" | "completed"; turn: Turn }
   | { op: "error"; error: ErrorInfo }
   | { op: "compaction"; phase: "started" | "completed"; turnId: string; before?: ContextUsage; after?: ContextUsage }
+  /** What a running turn changed in the workspace so far (`turnDiffUpdated`): one entry per path. */
+  | { op: "turnFiles"; turnId: string; files: FileChangeSummary[] }
   /** Older items loaded on request ("load earlier"): prepend them. */
   | { op: "earlier"; items: LoggedItem[]; hasEarlier: boolean };
 
@@ -384,6 +387,8 @@ export class SessionTimeline {
           { op: "compaction", phase: "completed", turnId: event.turnId, before: event.before, after: event.after },
           ...this.setStatus({ ...this.status, compacting: false, context: event.after }),
         ];
+      case "turnDiffUpdated":
+        return [{ op: "turnFiles", turnId: event.turnId, files: event.files }];
       default:
         return []; // an event type this client does not know: ignored (schemas/README.md)
     }

@@ -3,7 +3,8 @@ import * as vscode from "vscode";
 import { ChatController, type ChatUi, type ClientProvider } from "../chat/controller";
 import type { AgentInfo } from "../protocol/generated";
 import { describeAgentPolicy } from "../shared/agents";
-import type { HostCommand, HostMessage, ViewMessage } from "../shared/messages";
+import type { ContextRef, HostCommand, HostMessage, ViewMessage } from "../shared/messages";
+import { DiffDocuments, openFileAt, readText, workspaceFiles } from "./editorBridge";
 import { webviewHtml } from "./webviewHtml";
 
 export const CHAT_VIEW_ID = "openvaala.chat";
@@ -11,6 +12,7 @@ export const CHAT_VIEW_ID = "openvaala.chat";
 export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disposable {
   private view: vscode.WebviewView | undefined;
   readonly controller: ChatController;
+  private readonly diffs = new DiffDocuments();
 
   constructor(
     private readonly extensionUri: vscode.Uri,
@@ -33,6 +35,10 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
       openLink: (href) => {
         if (/^(https?|mailto):/i.test(href)) void vscode.env.openExternal(vscode.Uri.parse(href));
       },
+      showDiff: (diff) => this.diffs.show(diff),
+      openFile: (folder, file, line) => openFileAt(folder, file, line),
+      readFile: (folder, file) => readText(folder, file),
+      workspaceFiles: (folder) => workspaceFiles(folder),
     };
     this.controller = new ChatController(ui, clients);
   }
@@ -65,7 +71,15 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
     this.post({ type: "focusInput" });
   }
 
+  /** Shows the view and attaches context to the next message. */
+  async addContext(context: ContextRef): Promise<void> {
+    await vscode.commands.executeCommand(`${CHAT_VIEW_ID}.focus`);
+    this.post({ type: "addContext", context });
+    this.post({ type: "focusInput" });
+  }
+
   dispose(): void {
+    this.diffs.dispose();
     this.controller.dispose();
   }
 }

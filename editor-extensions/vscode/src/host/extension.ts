@@ -6,6 +6,7 @@ import { CHAT_VIEW_ID, ChatViewProvider } from "./chatView";
 import { ServerConnections, folderKey } from "./connections";
 import { statusLines } from "../shared/status";
 import { cliBeside } from "./serverCommand";
+import { activeContext } from "./editorBridge";
 import { ContextStatusBar } from "./statusBar";
 import { UsagePanel } from "./usagePanel";
 
@@ -170,6 +171,22 @@ export function activate(context: vscode.ExtensionContext): void {
       if (picked === "Restart openvaala-lsp") await connections.restart(key);
     }),
     vscode.commands.registerCommand("openvaala.showLog", () => output.show()),
+    vscode.commands.registerCommand("openvaala.addSelection", async () => {
+      const context = activeContext(false);
+      if (!context) {
+        void vscode.window.showInformationMessage("openvaala: open a file in an editor first.");
+        return;
+      }
+      await chat.addContext(context);
+    }),
+    vscode.commands.registerCommand("openvaala.addFile", async () => {
+      const context = activeContext(true);
+      if (!context) {
+        void vscode.window.showInformationMessage("openvaala: open a file in an editor first.");
+        return;
+      }
+      await chat.addContext(context);
+    }),
   );
 }
 

@@ -10,6 +10,8 @@ import type {
   Session,
   SessionContextUsage,
   SessionInputMode,
+  TurnReason,
+  TurnStatus,
 } from "../protocol/generated";
 import type { SandboxState } from "../client/rpc";
 import type { SyncState } from "../client/sessionSubscription";
@@ -19,6 +21,46 @@ import type { UsageRow } from "../usage/usageData";
 export interface FolderInfo {
   key: string;
   name: string;
+}
+
+/** One file a turn changed, as its list under the turn shows it. */
+export interface TurnFile {
+  path: string;
+  kind: string;
+  additions: number;
+  deletions: number;
+  movedFrom?: string;
+  binary?: boolean;
+}
+
+/** What the view knows of a turn beyond its items: how it ended, what it changed, whether it was undone. */
+export interface TurnInfo {
+  turnId: string;
+  status?: TurnStatus;
+  reason?: TurnReason;
+  /** The workspace folder's files the turn changed (absent: none known). */
+  files?: TurnFile[];
+  /** false: the checkpoints left files out (the list is not all). */
+  complete?: boolean;
+  /** The revert turn that undid this one ("Redo" reverts it), while it stays undone. */
+  undoneBy?: string;
+}
+
+/** Context for the model from the editor: a file, or lines of it. `path` is as shown (relative to
+ * the workspace folder when inside it); `text` is the lines themselves when the editor read them. */
+export interface ContextRef {
+  path: string;
+  /** Absolute path (or URI) the host reads when `text` is absent. */
+  uri?: string;
+  startLine?: number;
+  endLine?: number;
+  text?: string;
+  languageId?: string;
+}
+
+/** A workspace file offered by the @-mention completion. */
+export interface MentionItem {
+  path: string;
 }
 
 export interface ListFilter {
@@ -78,7 +120,17 @@ export type HostMessage =
    * longer pending), `failed` (it may be sent again). */
   | { type: "approvalAnswer"; itemId: string; outcome: "late" | "gone" | "failed"; message: string }
   | { type: "notice"; level: "info" | "warning" | "error"; message: string; fix?: FixAction }
-  | { type: "focusInput" };
+  | { type: "focusInput" }
+  /** What turns changed and how they ended; merged by turnId into what the view has. */
+  | { type: "turnInfo"; sessionId: string; turns: TurnInfo[] }
+  /** An undo (or redo) the runtime refused because files changed since (`conflict`): its words and
+   * the files; "Revert anyway" sends it again with `force`. */
+  | { type: "revertConflict"; turnId: string; redo: boolean; message: string; files: TurnFile[] }
+  | { type: "revertDone"; turnId: string }
+  /** The @-mention completion's answer to `mentionQuery`. */
+  | { type: "mentions"; requestId: number; query: string; items: MentionItem[] }
+  /** Context to attach to the next message (Add selection / current file). */
+  | { type: "addContext"; context: ContextRef };
 
 export type ViewMessage =
   | { type: "ready" }
@@ -87,7 +139,7 @@ export type ViewMessage =
   | { type: "open"; conversationId: string }
   | { type: "back" }
   | { type: "create" }
-  | { type: "submit"; content: ContentInput[]; mode: SessionInputMode }
+  | { type: "submit"; content: ContentInput[]; mode: SessionInputMode; context?: ContextRef[] }
   | { type: "steer"; itemId: string }
   | { type: "sendNow"; itemId: string }
   | { type: "withdraw"; itemId: string }
@@ -103,7 +155,14 @@ export type ViewMessage =
   | { type: "loadEarlier"; sessionId: string }
   | { type: "refreshContext"; sessionId: string }
   | { type: "openLink"; href: string }
-  | { type: "command"; command: HostCommand };
+  | { type: "command"; command: HostCommand }
+  /** Opens VS Code's diff editor on one file of a turn (before ↔ after). */
+  | { type: "openDiff"; turnId: string; path: string }
+  /** Undo: `turnId` is the turn to revert (with every later one); redo: it is the revert's own turn. */
+  | { type: "revertTurn"; turnId: string; force?: boolean; redo?: boolean }
+  /** Opens a file in the editor (at a line, 1-based). */
+  | { type: "openFile"; path: string; line?: number }
+  | { type: "mentionQuery"; requestId: number; query: string };
 
 /** The ordered, readable name of a model. */
 export function modelKey(model: ModelRef): string {

@@ -3,48 +3,16 @@
 // usage panel's query.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ChatController, readyStatus, type ChatUi, type ClientProvider } from "../../src/chat/controller";
+import { ChatController, readyStatus, type ClientProvider } from "../../src/chat/controller";
 import { Emitter } from "../../src/client/emitter";
 import type { OpenvaalaClient } from "../../src/client/openvaalaClient";
-import type { AgentInfo } from "../../src/protocol/generated";
 import { describeAgentPolicy } from "../../src/shared/agents";
-import type { HostCommand, HostMessage } from "../../src/shared/messages";
 import { USAGE_SQL, parseUsage, sinceDay } from "../../src/usage/usageData";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ASKS_FOR_SHELL, LEAD_AND_HELPER, delegation, harness } from "../support/harness";
 import { waitFor } from "../support/wait";
-
-class FakeUi implements ChatUi {
-  readonly posts: HostMessage[] = [];
-  readonly commands: HostCommand[] = [];
-  confirmAnswer = true;
-  inputAnswer: string | undefined = undefined;
-  post(message: HostMessage): void {
-    this.posts.push(message);
-  }
-  confirm(): Promise<boolean> {
-    return Promise.resolve(this.confirmAnswer);
-  }
-  input(): Promise<string | undefined> {
-    return Promise.resolve(this.inputAnswer);
-  }
-  agentsOffered: string[][] = [];
-  agentInfos: AgentInfo[][] = [];
-  agentAnswer: string | undefined = undefined;
-  pickAgent(agents: AgentInfo[]): Promise<AgentInfo | undefined> {
-    this.agentsOffered.push(agents.map((agent) => agent.name));
-    this.agentInfos.push(agents);
-    return Promise.resolve(agents.find((agent) => agent.name === this.agentAnswer));
-  }
-  runCommand(command: HostCommand): void {
-    this.commands.push(command);
-  }
-  openLink(): void {}
-  of<T extends HostMessage["type"]>(type: T): Extract<HostMessage, { type: T }>[] {
-    return this.posts.filter((m): m is Extract<HostMessage, { type: T }> => m.type === type);
-  }
-}
+import { FakeUi } from "../support/fakeUi";
 
 function provider(client: OpenvaalaClient): ClientProvider {
   return {

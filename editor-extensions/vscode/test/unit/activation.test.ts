@@ -14,6 +14,8 @@ const BUNDLE = join(EXTENSION_ROOT, "dist", "extension.js");
 interface Recorded {
   commands: Map<string, (...args: unknown[]) => unknown>;
   views: Map<string, { resolveWebviewView(view: unknown): void }>;
+  /** The schemes of the virtual documents it provides (the diff editor's before and after). */
+  schemes: string[];
 }
 
 /** Any property is a callable, constructible stand-in, except those the test looks at. */
@@ -54,6 +56,10 @@ function fakeVscode(recorded: Recorded): unknown {
       workspaceFolders: [{ uri: uri("/project"), name: "project", index: 0 }],
       onDidChangeWorkspaceFolders: () => disposable,
       getConfiguration: () => ({ get: <T>(_: string, fallback: T) => fallback }),
+      registerTextDocumentContentProvider: (scheme: string) => {
+        recorded.schemes.push(scheme);
+        return disposable;
+      },
     },
     Uri: { joinPath: (base: { path: string }, ...parts: string[]) => uri([base.path, ...parts].join("/")), parse: uri },
     StatusBarAlignment: { Left: 1, Right: 2 },
@@ -67,7 +73,7 @@ function fakeVscode(recorded: Recorded): unknown {
 describe("the bundled extension", () => {
   it("activates and registers what package.json contributes", () => {
     assert.ok(existsSync(BUNDLE), `${BUNDLE} is missing: run \`npm run build\` first`);
-    const recorded: Recorded = { commands: new Map(), views: new Map() };
+    const recorded: Recorded = { commands: new Map(), views: new Map(), schemes: [] };
     const vscode = fakeVscode(recorded);
     const loader = Module as unknown as { _load: (request: string, parent: unknown, isMain: boolean) => unknown };
     const original = loader._load;
@@ -90,6 +96,7 @@ describe("the bundled extension", () => {
     for (const binding of manifest.contributes.keybindings) assert.ok(contributed.includes(binding.command), binding.command);
     for (const item of Object.values(manifest.contributes.menus).flat()) assert.ok(contributed.includes(item.command), item.command);
     assert.deepEqual([...recorded.views.keys()], Object.values(manifest.contributes.views).flat().map((v) => v.id));
+    assert.deepEqual(recorded.schemes, ["openvaala-diff"], "the diff editor's virtual documents");
 
     // the chat view's page: scripts only from the bundle, with a nonce; no inline script or remote source
     const posted: unknown[] = [];

@@ -11,6 +11,7 @@ import { ApprovalPanel, PendingPanel } from "./panels";
 import { SandboxBadge } from "./sandboxBadge";
 import { markRunningTurn } from "./itemView";
 import { SessionView } from "./sessionView";
+import { markdown } from "./markdown";
 
 const BOTTOM_SLACK = 40; // px: "at the bottom" for auto-scrolling
 const USER_SCROLL_MS = 1000; // a scroll this soon after the user's wheel, touch, key or pointer is theirs
@@ -40,6 +41,7 @@ export class ChatApp {
   private clientId: string | undefined;
   private activeTurnId: string | undefined;
   private readonly sandboxBadges: SandboxBadge[];
+  private folder: string | undefined;
 
   constructor(
     root: HTMLElement,
@@ -69,6 +71,7 @@ export class ChatApp {
     // grows by itself, e.g. a fold the user opens, does not move the view)
     new ResizeObserver(() => this.keepAtBottom()).observe(this.timeline);
     this.notices = h("div", { class: "notices" });
+    this.notices.addEventListener("click", (event) => this.onLinkClick(event));
     this.pending = new PendingPanel(post, supports);
     this.approvals = new ApprovalPanel(post, supports, {
       origin: (sessionId) => {
@@ -79,8 +82,9 @@ export class ChatApp {
       reveal: (sessionId, itemId) => this.reveal(sessionId, itemId),
     });
     this.composer = new Composer({
-      submit: (content, mode) => this.post({ type: "submit", content, mode }),
+      submit: (content, mode, context) => this.post({ type: "submit", content, mode, ...(context.length ? { context } : {}) }),
       interrupt: () => this.post({ type: "interrupt" }),
+      mentionQuery: (requestId, query) => this.post({ type: "mentionQuery", requestId, query }),
     });
     this.conversationScreen = h(
       "section",
@@ -104,11 +108,13 @@ export class ChatApp {
   receive(message: HostMessage): void {
     switch (message.type) {
       case "init":
+        this.folder = message.folder;
         this.actions = new Set(message.actions);
         this.showFolders(message.folders, message.folder);
         this.showConnection(message.connection);
         return;
       case "connection":
+        this.folder = message.folder;
         this.actions = new Set(message.actions);
         this.showConnection(message.connection);
         return;
@@ -166,8 +172,36 @@ export class ChatApp {
       case "focusInput":
         this.composer.focus();
         return;
+      case "turnInfo": {
+        const view = this.sessions.get(message.sessionId);
+        if (!view) return;
+        for (const info of message.turns) view.setTurnInfo(info, this.post, () => this.folderRoot());
+        return;
+      }
+      case "revertConflict":
+        this.main?.footer(message.turnId)?.refused(message.message, message.files, message.redo);
+        return;
+      case "revertDone":
+        this.main?.footer(message.turnId)?.done();
+        return;
+      case "mentions":
+        this.composer.showMentions(message.requestId, message.items);
+        return;
+      case "addContext":
+        this.composer.addContext(message.context);
+        return;
       default:
         return;
+    }
+  }
+
+  /** The workspace folder's path (files under it are shown relative to it). */
+  private folderRoot(): string | undefined {
+    if (!this.folder?.startsWith("file://")) return undefined;
+    try {
+      return decodeURIComponent(new URL(this.folder).pathname).replace(/\/$/, "");
+    } catch {
+      return undefined;
     }
   }
 
@@ -200,15 +234,29 @@ export class ChatApp {
     }
   }
 
+  /** A banner above the view. The same one (level and words) is never shown twice: it is brought
+   * back to the end instead. Its words are markdown (inline: `code`, emphasis, links). */
   private notice(level: "info" | "warning" | "error", text: string, fix?: FixAction): void {
+    const key = `${level}\u0000${text}`;
+    for (const existing of Array.from(this.notices.children) as HTMLElement[]) {
+      if (existing.dataset.key !== key) continue;
+      this.notices.append(existing);
+      existing.classList.remove("again");
+      void existing.offsetWidth;
+      existing.classList.add("again");
+      return;
+    }
     const close = h("button", { class: "icon-button", title: "Dismiss", "aria-label": "Dismiss" }, icon("close"));
+    const words = h("span", { class: "notice-text" });
+    words.innerHTML = markdown.renderInline(text);
     const element = h(
       "div",
       { class: `notice ${level}`, role: level === "error" ? "alert" : "status" },
-      h("span", { class: "notice-text" }, text),
+      words,
       fix ? h("button", { class: "primary", onclick: () => this.post({ type: "command", command: fix.command }) }, fix.label) : null,
       close,
     );
+    element.dataset.key = key;
     close.addEventListener("click", () => element.remove());
     this.notices.append(element);
     while (this.notices.children.length > 3) this.notices.firstElementChild?.remove();
@@ -368,6 +416,14 @@ export class ChatApp {
 
   private onLinkClick(event: Event): void {
     const target = event.target as HTMLElement | null;
+    // a file named in the chat (`src/a.ts:12` in an answer, a tool's path, a context chip) opens there
+    const file = target?.closest<HTMLElement>(".file-link");
+    if (file?.dataset.path) {
+      event.preventDefault();
+      const line = Number(file.dataset.line);
+      this.post({ type: "openFile", path: file.dataset.path, ...(line > 0 ? { line } : {}) });
+      return;
+    }
     const link = target?.closest("a");
     if (!link) return;
     event.preventDefault();

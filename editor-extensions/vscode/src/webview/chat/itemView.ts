@@ -6,6 +6,7 @@ import { presentTool, parseToolArguments } from "../../shared/tools";
 import type { ViewMessage } from "../../shared/messages";
 import { append, clear, h, icon } from "../dom";
 import { StreamingMarkdown } from "./streamingMarkdown";
+import { contextLabel, parseContextPart } from "../../shared/context";
 
 export interface ViewContext {
   post(message: ViewMessage): void;
@@ -99,7 +100,7 @@ export class ItemView {
     private readonly context: ViewContext,
   ) {
     this.current = item;
-    this.root = h("div", { class: "item", "data-item-id": item.id });
+    this.root = h("div", { class: "item", "data-item-id": item.id, ...(item.turnId ? { "data-turn-id": item.turnId } : {}) });
     this.render(item);
   }
 
@@ -228,6 +229,7 @@ export class ItemView {
     clear(fresh);
     fresh.className = `item item-${item.type}`;
     fresh.dataset.itemId = item.id;
+    if (item.turnId) fresh.dataset.turnId = item.turnId;
     fresh.dataset.type = item.type;
     fresh.dataset.status = item.status;
     this.markdown = undefined;
@@ -280,10 +282,34 @@ export class ItemView {
     const from = item.from;
     const label =
       from && from.kind !== "user" ? `${from.kind}${from.name ? `: ${from.name}` : ""}` : undefined;
+    // context from the editor (a file, a selection) shows as a chip that opens it, not as its text
+    const texts: string[] = [];
+    const chips: HTMLElement[] = [];
+    for (const part of item.content ?? []) {
+      if (part.type !== "text") continue;
+      const context = parseContextPart(part.text ?? "");
+      if (!context) {
+        texts.push(part.text ?? "");
+        continue;
+      }
+      chips.push(
+        h(
+          "span",
+          {
+            class: "context-chip file-link",
+            "data-path": context.path,
+            ...(context.startLine ? { "data-line": context.startLine } : {}),
+            title: `Sent as context: ${contextLabel(context)} (click to open)`,
+          },
+          icon(context.startLine !== undefined ? "selection" : "file"),
+          h("span", {}, contextLabel(context)),
+        ),
+      );
+    }
     append(
       element,
       h("div", { class: "item-head" }, label ? h("span", { class: "from" }, label) : null, h("span", { class: "status-slot" }, statusBadge(item.status)), this.actions(item)),
-      h("div", { class: "bubble" }, textOf(item.content), ...images(item.content)),
+      h("div", { class: "bubble" }, texts.join(""), chips.length ? h("div", { class: "context-chips" }, ...chips) : null, ...images(item.content)),
     );
   }
 
@@ -301,7 +327,9 @@ export class ItemView {
         {},
         h("span", { class: `tool-icon tool-${presentation.kind}` }, icon(TOOL_ICONS[presentation.kind] ?? "tools")),
         h("span", { class: "tool-name" }, call.name),
-        h("span", { class: "tool-summary" }, presentation.summary),
+        presentation.path && (presentation.kind === "edit" || presentation.kind === "write" || presentation.kind === "read")
+          ? h("span", { class: "tool-summary file-link", "data-path": presentation.path, title: `Open ${presentation.path}` }, presentation.summary)
+          : h("span", { class: "tool-summary" }, presentation.summary),
         presentation.outsideSandbox ? h("span", { class: "badge outside-sandbox", title: "asks to run outside the sandbox" }, "unsandboxed") : null,
         h("span", { class: "status-slot" }, statusBadge(item.status)),
       ),

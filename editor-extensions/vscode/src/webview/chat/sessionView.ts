@@ -4,9 +4,12 @@ import type { Item, LoggedItem, Session } from "../../protocol/generated";
 import type { ApprovalOutcome, TimelineOp, TimelineSnapshot } from "../../client/timeline";
 import { describeDecision } from "../../shared/approvals";
 import { h } from "../dom";
+import type { TurnInfo, ViewMessage } from "../../shared/messages";
 import { ItemView, type ViewContext } from "./itemView";
+import { TurnFooter } from "./turnFooter";
 
 const NESTED_OFFSET = 0.5; // a sub-session sorts right after the parent item it is anchored to
+const FOOTER_OFFSET = 0.9; // a turn's footer sorts after its last item (and a sub-session anchored there)
 
 export interface SessionViewEvents {
   /** Something the app shows outside the timeline (pending inputs, approvals, status, ...). */
@@ -24,6 +27,7 @@ export class SessionView {
   private readonly results = new Map<string, Item>(); // results whose call is not on screen yet, by callId
   private readonly children = new Map<string, SessionView>();
   private readonly outcomes = new Map<string, ApprovalOutcome>(); // how approvals ended, by item id
+  private readonly footers = new Map<string, TurnFooter>(); // by turn id
 
   constructor(
     readonly session: Session,
@@ -68,6 +72,7 @@ export class SessionView {
     this.list.prepend(fragment);
     // sub-sessions stay (they are sessions of their own) but go back where their anchor says
     for (const child of this.children.values()) this.insertByOrdinal(child.element, Number(child.element.dataset.ordinal));
+    for (const turnId of this.footers.keys()) this.placeFooter(turnId);
     this.earlier.hidden = !snapshot.hasEarlier;
     this.earlier.disabled = false;
     this.events.grew();
@@ -77,6 +82,7 @@ export class SessionView {
     switch (op.op) {
       case "saved":
         this.saved(op.ordinal, op.item);
+        if (op.item.turnId && this.footers.has(op.item.turnId)) this.placeFooter(op.item.turnId);
         this.events.grew();
         return;
       case "streaming": {
@@ -111,6 +117,41 @@ export class SessionView {
       default:
         this.events.other(op);
     }
+  }
+
+  /** What the view knows of a turn (how it ended, its files, undone): shown under its last item. */
+  setTurnInfo(info: TurnInfo, post: (message: ViewMessage) => void, root: () => string | undefined): void {
+    let footer = this.footers.get(info.turnId);
+    if (!footer) {
+      footer = new TurnFooter(info, post, (method) => this.context.supports(method), root);
+      this.footers.set(info.turnId, footer);
+    } else {
+      footer.update(info);
+    }
+    this.placeFooter(info.turnId);
+    this.events.grew();
+  }
+
+  /** The footer of a turn, by its id or by the id of the revert that undid it. */
+  footer(turnId: string): TurnFooter | undefined {
+    return this.footers.get(turnId) ?? [...this.footers.values()].find((footer) => footer.element.dataset.undoneBy === turnId);
+  }
+
+  private placeFooter(turnId: string): void {
+    const footer = this.footers.get(turnId);
+    if (!footer) return;
+    let last: number | undefined;
+    for (const view of this.views.values()) {
+      if (view.item.turnId !== turnId) continue;
+      const ordinal = Number(view.element.dataset.ordinal);
+      if (Number.isFinite(ordinal) && (last === undefined || ordinal > last)) last = ordinal;
+    }
+    if (last === undefined || footer.empty) {
+      footer.element.remove();
+      return;
+    }
+    footer.element.dataset.ordinal = String(last + FOOTER_OFFSET);
+    this.insertByOrdinal(footer.element, last + FOOTER_OFFSET);
   }
 
   /** How an approval of this session's call ended, heard elsewhere (on a session above it). */

@@ -1,6 +1,7 @@
 // Markdown that grows by deltas. Finished blocks (up to the last blank line outside a code fence)
 // are rendered once and appended; only the unfinished tail is rendered again, at most once per
 // animation frame. A long answer therefore costs about as much as its last paragraph per delta.
+import { parseFileReference } from "../../shared/context";
 import { renderMarkdown, stableBoundary } from "./markdown";
 
 export class StreamingMarkdown {
@@ -44,10 +45,12 @@ export class StreamingMarkdown {
     if (boundary > this.stableEnd) {
       const block = document.createElement("div");
       block.innerHTML = renderMarkdown(this.text.slice(this.stableEnd, boundary));
+      linkFiles(block);
       this.stable.append(...Array.from(block.childNodes));
       this.stableEnd = boundary;
     }
     this.tail.innerHTML = renderMarkdown(this.text.slice(this.stableEnd));
+    linkFiles(this.tail);
   }
 
   /** The final text: rendered once as a whole, so that references and loose lists come out right. */
@@ -56,5 +59,19 @@ export class StreamingMarkdown {
     this.stableEnd = 0;
     this.stable.innerHTML = "";
     this.tail.innerHTML = renderMarkdown(text);
+    linkFiles(this.tail);
+  }
+}
+
+/** Inline code that names a file (`src/a.ts`, `src/a.ts:12`) becomes a link that opens it there. */
+export function linkFiles(root: Element): void {
+  for (const code of Array.from(root.querySelectorAll("code"))) {
+    if (code.parentElement?.tagName === "PRE") continue;
+    const reference = parseFileReference(code.textContent ?? "");
+    if (!reference) continue;
+    code.classList.add("file-link");
+    code.dataset.path = reference.path;
+    if (reference.line) code.dataset.line = String(reference.line);
+    code.title = `Open ${reference.path}${reference.line ? ` at line ${reference.line}` : ""}`;
   }
 }
