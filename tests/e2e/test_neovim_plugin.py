@@ -23,7 +23,9 @@ PLUGIN = REPO / "editor-extensions" / "nvim"
 CASES = HERE / "nvim_plugin" / "cases"
 BIN = str(Path(sys.executable).parent)
 NVIM = shutil.which("nvim", path=os.pathsep.join([BIN, os.environ.get("PATH", "")]))
-INSTALL = {"missing_server": "rtp"}  # how each case installs the plugin; the others use packpath
+# how each case installs the plugin; the others use packpath. "copy": a copy of it on 'runtimepath'
+# (what lazy.nvim does), without help tags, so the case sees what the plugin writes there
+INSTALL = {"missing_server": "rtp", "helptags": "copy"}
 ENV = {"snapshot_pages": {"OPENVAALA_MAX_MESSAGE_BYTES": str(256 * 1024)}}  # what a case adds
 
 
@@ -35,6 +37,10 @@ def run_case(case: str, home: Path, workspace: Path, tmp_path: Path) -> dict[str
     start.mkdir(parents=True)
     (start / "openvaala").symlink_to(PLUGIN)
     result = tmp_path / "result.json"
+    plugin, install = PLUGIN, INSTALL.get(case, "packpath")
+    if install == "copy":
+        plugin, install = tmp_path / "openvaala.nvim", "rtp"
+        shutil.copytree(PLUGIN, plugin, ignore=shutil.ignore_patterns("tags"))
     env = {
         **os.environ,
         "PATH": os.pathsep.join([BIN, os.environ.get("PATH", "")]),
@@ -46,9 +52,9 @@ def run_case(case: str, home: Path, workspace: Path, tmp_path: Path) -> dict[str
         "XDG_STATE_HOME": str(tmp_path / "xdg-state"),
         "OPENVAALA_TEST_REPO": str(REPO),
         "OPENVAALA_TEST_DIR": str(HERE / "nvim_plugin"),
-        "OPENVAALA_TEST_PLUGIN": str(PLUGIN),
+        "OPENVAALA_TEST_PLUGIN": str(plugin),
         "OPENVAALA_TEST_PACKPATH": str(packs),
-        "OPENVAALA_TEST_INSTALL": INSTALL.get(case, "packpath"),
+        "OPENVAALA_TEST_INSTALL": install,
         "OPENVAALA_TEST_PYTHON": sys.executable,
         "OPENVAALA_TEST_RESULT": str(result),
         **ENV.get(case, {}),

@@ -20,7 +20,7 @@ M.NO_MODEL = "no model is configured: " .. M.SETUP_ADVICE .. ", then try again"
 
 ---@param command string[]
 function M.missing_server(command)
-  return ("`%s` was not found on PATH. Install it (`pipx install openvaala-lsp`), or give its path: "
+  return ("`%s` was not found on PATH. Install openvaala from a checkout (a wheel built from it, as its README's Install says), or give its path: "
     .. "require(\"openvaala\").setup({ cmd = { \"/path/to/openvaala-lsp\" } })"):format(command[1])
 end
 
