@@ -192,3 +192,55 @@ async def test_deleting_a_conversation_deletes_its_checkpoints(
     assert repo.refs(session.id)
     await agent.call("deleteConversation", {"conversationId": session.id})
     assert store.repos_of(session.id) == [] and repo.refs(session.id) == {}
+
+
+async def test_a_rewind_reverted_brings_the_turns_back_into_the_context_and_the_files(
+    agent: Harness, provider: FakeProviderServer, workspace: Path
+) -> None:
+    session, first, second = await two_turns(agent, provider, workspace)
+    rewound = await agent.call("revertTurn", {"conversationId": session.id, "turnId": first, "history": True})
+    assert rewound["revertedTurnIds"] == [first, second]
+    assert (workspace / "app.py").read_text() == "x = 1\ny = 2\n"
+    with pytest.raises(ResponseError) as refused:  # out of the context already: its revert is what to revert
+        await agent.call("revertTurn", {"conversationId": session.id, "turnId": second, "history": True})
+    assert refused.value.kind == "invalidState" and rewound["revertedBy"] in refused.value.message
+    redone = await agent.call(
+        "revertTurn", {"conversationId": session.id, "turnId": rewound["revertedBy"], "history": True}
+    )
+    assert redone["revertedTurnIds"] == [rewound["revertedBy"]]
+    assert (workspace / "app.py").read_text() == "x = 10\ny = 20\n" and (workspace / "second.txt").exists()
+    turns = (await agent.call("getTurns", {"conversationId": session.id, "turnIds": [first, second]}))["turns"]
+    assert [turn.get("revertedBy") for turn in turns] == [None, None]
+    provider.enqueue("openai-chat", ChatStream().text("third").finish(usage=USAGE).response())
+    await session.submit("third")
+    await session.turn_completed(3)
+    sent = json.dumps(provider.requests_for("openai-chat")[-1].json["messages"])
+    assert "first done" in sent and "second done" in sent
+
+
+async def test_a_forced_revert_replaces_a_planted_symlink_never_writing_through_it(
+    agent: Harness, provider: FakeProviderServer, workspace: Path, tmp_path: Path
+) -> None:
+    session, first, _ = await two_turns(agent, provider, workspace)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not the workspace's\n")
+    (workspace / "app.py").unlink()
+    (workspace / "app.py").symlink_to(outside)  # planted where the agent left a file
+    with pytest.raises(ResponseError) as refused:
+        await agent.call("revertTurn", {"conversationId": session.id, "turnId": first})
+    assert refused.value.kind == "conflict"
+    await agent.call("revertTurn", {"conversationId": session.id, "turnId": first, "force": True})
+    assert outside.read_text() == "not the workspace's\n"
+    assert not (workspace / "app.py").is_symlink() and (workspace / "app.py").read_text() == "x = 1\ny = 2\n"
+
+
+async def test_no_revert_while_a_turn_runs(agent: Harness, provider: FakeProviderServer, workspace: Path) -> None:
+    session, first, _ = await two_turns(agent, provider, workspace)
+    provider.enqueue("openai-chat", ChatStream().text("slow").pause(30).finish().response())
+    await session.submit("third")
+    await session.wait_event(lambda e: e["type"] == "itemDelta" and e["delta"] == "slow")
+    with pytest.raises(ResponseError) as refused:
+        await agent.call("revertTurn", {"conversationId": session.id, "turnId": first})
+    assert refused.value.kind == "invalidState" and "running" in refused.value.message
+    await agent.call("interruptTurn", {"conversationId": session.id})
+    await session.turn_completed(3)
