@@ -39,6 +39,9 @@ class Limits:
 
     max_file_bytes: int = 10 * MIB
     max_files: int = 100_000
+    # of the files new to the shadow repository that one snapshot reads: a first snapshot of a huge
+    # folder is bounded (what is past it is listed, and comes in with the next snapshots)
+    max_new_bytes: int = 512 * MIB
 
 
 @attrs.frozen(kw_only=True)
@@ -157,13 +160,7 @@ class ShadowRepo:
                     tracked_skipped.append(path)
             elif tag == b"?":
                 untracked.append(path)
-        room = self.limits.max_files - self._index_entries()
-        if len(untracked) > max(room, 0):
-            untracked.sort()
-            for path in untracked[max(room, 0) :]:
-                info = _lstat(path, self.work_tree)
-                why = f"more than {self.limits.max_files} files in the folder: left out"
-                skipped.append(Skipped(path=path, why=why, size=info[0], mtime_ns=info[1]))
+        skipped += self._over_budget(untracked)
         if tracked_skipped:
             # out of the index only (never the work tree): the snapshot lacks them, and lists them
             names = b"".join(os.fsencode(path) + b"\0" for path in tracked_skipped)
@@ -178,6 +175,23 @@ class ShadowRepo:
         commit = self.git("commit-tree", tree, stdin=message.encode()).decode().strip()
         self._last = Checkpoint(commit=commit, tree=tree, skipped=tuple(skipped))
         return self._last
+
+    def _over_budget(self, untracked: list[str]) -> list[Skipped]:
+        """The new files past the count limit, and past the bytes one snapshot reads (in path order)."""
+        room = max(self.limits.max_files - self._index_entries(), 0)
+        left_out: list[Skipped] = []
+        read = 0
+        for index, path in enumerate(sorted(untracked)):
+            size, mtime = _lstat(path, self.work_tree)
+            if index >= room:
+                why = f"more than {self.limits.max_files} files in the folder: left out"
+            elif read + max(size, 0) > self.limits.max_new_bytes:
+                why = f"past the {_size(self.limits.max_new_bytes)} of new files one snapshot reads: left out for now"
+            else:
+                read += max(size, 0)
+                continue
+            left_out.append(Skipped(path=path, why=why, size=size, mtime_ns=mtime))
+        return left_out
 
     def _too_large(self, path: str) -> Skipped | None:
         size, mtime = _lstat(path, self.work_tree)

@@ -12,6 +12,7 @@ import pytest
 from shadow_helpers import user_git
 
 from openvaala_lsp.checkpoints import diffs, git
+from openvaala_lsp.checkpoints.shadow import Limits
 from openvaala_lsp.checkpoints.store import CheckpointStore
 from openvaala_lsp.model import FileChangeKind
 
@@ -237,3 +238,15 @@ def test_odd_names_a_type_change_and_a_mode_change_each_get_their_own_diff(
     assert changes["link"].kind is FileChangeKind.UPDATE
     assert changes["link"].diff == "@@ -0,0 +1 @@\n+run\n\\ No newline at end of file\n"
     assert changes["run"].kind is FileChangeKind.UPDATE and changes["run"].diff == ""  # made executable
+
+
+def test_a_snapshot_reads_a_bounded_amount_of_new_files_the_rest_comes_later(tmp_path: Path, workspace: Path) -> None:
+    store = CheckpointStore(str(tmp_path / "bounded"), limits=Limits(max_file_bytes=4096, max_new_bytes=2500))
+    for name in "abc":
+        (workspace / f"{name}.txt").write_text(name * 1000)
+    repo = store.repo(str(workspace))
+    first = repo.snapshot()
+    assert [(s.path, "of new files one snapshot reads" in s.why) for s in first.skipped] == [("c.txt", True)]
+    second = repo.snapshot()
+    assert second.skipped == ()
+    assert repo.git("ls-tree", "--name-only", second.tree).decode().split() == ["a.txt", "b.txt", "c.txt"]
