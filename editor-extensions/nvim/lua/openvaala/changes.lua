@@ -92,7 +92,7 @@ function M.reverse(lines, hunks)
     local expected = (#hunk.new == 0 and hunk.new_start + 1 or hunk.new_start) + shift
     local at = find(lines, hunk.new, expected, pos)
     if not at then
-      return nil, ("the change at line %d no longer matches the file"):format(hunk.new_start)
+      return nil, ("the change at line %d no longer matches the file"):format(hunk.first_change or hunk.new_start)
     end
     shift = at - (#hunk.new == 0 and hunk.new_start + 1 or hunk.new_start)
     for i = pos, at - 1 do

@@ -127,9 +127,44 @@ H.wait("nothing more to redo", function()
   return H.notified("nothing to redo")
 end)
 
+-- the line the turn changed was changed again: the diff cannot be taken out, so it is shown itself
+tabs = #vim.api.nvim_list_tabpages()
+H.on_select(H.label("calc.py"))
+vim.cmd("Openvaala diff 1")
+H.wait("the diff shown as a diff", function()
+  return #vim.api.nvim_list_tabpages() == tabs + 1 and vim.bo.filetype == "diff"
+end)
+H.check("it says why", H.notified("turn 1's change of calc.py shown as a diff: the change at line 2 no longer matches the file", vim.log.levels.WARN), vim.inspect(H.results.notifications))
+H.equal("the turn's hunk", vim.api.nvim_buf_get_lines(0, 0, -1, false), { "@@ -1,5 +1,5 @@", " def add(a, b):", "-    return a + b", "+    return a - b", " ", " ", " print(add(1, 2))", "" })
+vim.cmd("tabclose")
+vim.api.nvim_set_current_win(vim.fn.win_findbuf(buf)[1])
+
 -- undo! overwrites without asking (the file the turn changed holds the user's change again)
 vim.cmd("Openvaala undo!")
 H.wait_text("the second undo", buf, function(t)
   return H.count(t, "↶ undid turn 1") >= 1 and vim.fn.filereadable("NOTES.md") == 0
 end)
 H.equal("before the turn again", vim.fn.readfile("calc.py"), original)
+
+-- taking a diff out of a file that changed elsewhere since: each hunk found where it moved to
+local changes = require("openvaala.changes")
+local hunks = changes.parse(table.concat({
+  "@@ -1,3 +1,3 @@",
+  " a",
+  "-b",
+  "+B",
+  " c",
+  "@@ -8,3 +8,4 @@",
+  " h",
+  " i",
+  "+new",
+  " j",
+  "",
+}, "\n"))
+local now = { "a", "B", "c", "inserted", "by", "the user", "d", "e", "f", "g", "h", "i", "new", "j" }
+H.equal("hunks found after lines added above them", changes.reverse(now, hunks),
+  { "a", "b", "c", "inserted", "by", "the user", "d", "e", "f", "g", "h", "i", "j" })
+local gone, why = changes.reverse({ "a", "X", "c" }, hunks)
+H.equal("a hunk whose lines changed again is not guessed", { gone, why }, { nil, "the change at line 2 no longer matches the file" })
+H.equal("a cut diff is not used", { changes.parse("@@ -1 +1 @@\n-a\n+b\n[diff cut: 3 of 10 lines left out]\n") }, { nil, "its diff was cut at the size limit" })
+H.equal("a deleted file's text is its diff's", changes.reverse({}, changes.parse("@@ -1,2 +0,0 @@\n-x\n-y\n")), { "x", "y" })
