@@ -113,16 +113,22 @@ end
 --- out), oldest first, each with its number (`turn.number`, 1 = the first).
 ---@return table[]?, openvaala.Error?
 local function list_turns(conv)
-  local page, err = conv.server:call("listTurns", { conversationId = conv.id, sessionId = conv.session_id, order = "desc", limit = 200 })
-  if err then
-    return nil, err
-  end
-  local turns = {}
-  for i = #page.items, 1, -1 do
-    local turn = page.items[i]
-    if turn.model ~= nil and turn.model ~= vim.NIL then
-      table.insert(turns, turn)
-      turn.number = #turns
+  local turns, cursor = {}, nil
+  for _ = 1, 50 do
+    local params = { conversationId = conv.id, sessionId = conv.session_id, order = "asc", limit = 500, cursor = cursor }
+    local page, err = conv.server:call("listTurns", params)
+    if err then
+      return nil, err
+    end
+    for _, turn in ipairs(page.items or {}) do
+      if turn.model ~= nil and turn.model ~= vim.NIL then
+        table.insert(turns, turn)
+        turn.number = #turns
+      end
+    end
+    cursor = page.nextCursor
+    if cursor == nil or cursor == vim.NIL or #(page.items or {}) == 0 then
+      break
     end
   end
   return turns
@@ -303,7 +309,7 @@ end
 function M.show_diff(conv, turn, change)
   local root = conv.server and conv.server.root
   local rel = util.relative(change.path, root)
-  local before_name = ("openvaala://turn/%d/before/%s"):format(turn.number, rel)
+  local before_name = ("openvaala://turn/%d/before/%s"):format(turn.number, util.relative(change.movedFrom or change.path, root))
   if change.binary then
     return util.info(rel .. " is a binary file: no diff to show")
   end
