@@ -20,15 +20,17 @@ if TYPE_CHECKING:
 
 
 def _parser() -> argparse.ArgumentParser:
-    import argparse
+    from openvaala_lsp.cli.args import CliParser
 
-    parser = argparse.ArgumentParser(prog="openvaala-lsp", description=__doc__)
+    parser = CliParser(prog="openvaala-lsp", description=__doc__)
     parser.add_argument("--version", action="version", version=f"openvaala-lsp {__version__}")
     parser.add_argument(
         "--standalone", action="store_true", help="run the runtime in this process instead of the shared host"
     )
-    parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
-    parser.add_argument("--log-file", help="with --standalone: log to this file instead of stderr")
+    levels = ["DEBUG", "INFO", "WARNING", "ERROR"]
+    parser.add_argument("--log-level", default="WARNING", type=str.upper, choices=levels, help="default WARNING")
+    parser.add_argument("--log-file", help="with --standalone or --acp: log to this file instead of stderr")
+    parser.add_argument("--acp", action="store_true", help="speak the Agent Client Protocol (ACP v1) instead of LSP")
     return parser
 
 
@@ -37,10 +39,21 @@ def main(argv: list[str] | None = None) -> int:
     # A start-up trick that stays, with the front's others: an editor's warm start is mostly this
     # process's own start, and editors start it without arguments, so argparse is loaded only for them.
     options = _parser().parse_args(args) if args else None
-    if os.environ.get(STANDALONE_ENV) == "1" or (options is not None and options.standalone):
+    standalone = os.environ.get(STANDALONE_ENV) == "1" or (options is not None and options.standalone)
+    acp_mode = options is not None and options.acp
+    if standalone or acp_mode:
         from openvaala_lsp.logs import configure_logging
 
-        configure_logging(options.log_level if options else "WARNING", options.log_file if options else None)
+        try:
+            configure_logging(options.log_level if options else "WARNING", options.log_file if options else None)
+        except OSError as exc:  # the log file cannot be opened: a mistake in the command line
+            from openvaala_lsp.cli.args import fail
+
+            fail("openvaala-lsp", f"--log-file: cannot write {exc.filename}: {exc.strerror}")
+        if acp_mode:  # ACP's own front: an LSP client of the host (or of a runtime in this process)
+            from openvaala_lsp.acp_front.main import main as acp
+
+            return acp(standalone=standalone)
         from openvaala_lsp.server import stdio
 
         return stdio.main()

@@ -195,9 +195,10 @@ def truncation_note(result: dict[str, Any], limit: int) -> str:
     count = len(result["rows"])
     if any(isinstance(value, str) and CUT_MARKER in value for row in result["rows"] for value in row):
         return "(values too long for one answer were cut where they say [cut: ...]: select shorter ones, e.g. substr)"
+    first = "the first row" if count == 1 else f"the first {count:,} rows"
     if count < limit:
-        return f"(the first {count} rows: the rest passed the answer's size limit; select fewer or shorter columns)"
-    return f"(the first {count} rows; more exist: narrow the query or raise --limit)"
+        return f"({first}: the rest passed the answer's size limit; select fewer or shorter columns)"
+    return f"({first}; more exist: narrow the query or raise --limit)"
 
 
 def emit(text: str) -> bool:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from openvaala_lsp.cli import sql as sql_cli
+from openvaala_lsp.cli.args import BadArgument, plural, whole_number
 from openvaala_lsp.protocol import api
 from openvaala_lsp.storage.reports import REPORTS, Filters, Report, report_sql
 
@@ -52,14 +53,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=list(REPORTS),
         help="day (default), model, project, conversation or agent",
     )
-    parser.add_argument("--since", help="from this UTC day or time on: 2025-03-01, 2025-03-01T12:00Z, 7d, 12h, 2w")
-    parser.add_argument("--until", help="up to this UTC day (inclusive) or before this time")
+    parser.add_argument(
+        "--since", type=_since, help="from this UTC day or time on: 2025-03-01, 2025-03-01T12:00Z, 7d, 12h, 2w"
+    )
+    parser.add_argument("--until", type=_until, help="up to this UTC day (inclusive) or before this time")
     parser.add_argument("--project", help="only calls in this workspace folder (or below it)")
     parser.add_argument("--format", choices=sql_cli.FORMATS, default="table", help="table (default), csv or json")
-    parser.add_argument("--limit", type=int, help="rows to show (the conversation report shows 20 by default)")
+    parser.add_argument(
+        "--limit",
+        type=whole_number(1, api.MAX_QUERY_LIMIT),
+        help="rows to show (the conversation report shows 20 by default)",
+    )
     parser.add_argument("--timeout", type=sql_cli.query_timeout, metavar="SECONDS", help=sql_cli.TIMEOUT_HELP)
     parser.add_argument("--bar", choices=METRICS, default="tokens", help="what the bars measure (default tokens)")
-    parser.add_argument("--plot", type=Path, metavar="FILE", help="also draw the report into FILE.png or FILE.svg")
+    parser.add_argument("--plot", type=_plot_file, metavar="FILE", help="also draw the report into FILE.png or .svg")
 
 
 def parse_when(text: str, *, end: bool, now: dt.datetime | None = None) -> dt.datetime:
@@ -83,23 +90,41 @@ def parse_when(text: str, *, end: bool, now: dt.datetime | None = None) -> dt.da
     return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
 
 
+def _since(text: str) -> dt.datetime:
+    try:
+        return parse_when(text, end=False)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _until(text: str) -> dt.datetime:
+    try:
+        return parse_when(text, end=True)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _plot_file(text: str) -> Path:
+    path = Path(text)
+    if path.suffix.lower() not in PLOT_FORMATS:
+        raise argparse.ArgumentTypeError(f"makes a .png or an .svg file, not {path.name!r}")
+    return path
+
+
 def filters_from(args: argparse.Namespace) -> Filters:
-    since = parse_when(args.since, end=False) if args.since else None
-    until = parse_when(args.until, end=True) if args.until else None
+    """The report's filters; BadArgument when they contradict each other."""
+    since, until = args.since, args.until
     if since is not None and until is not None and until <= since:
-        raise UsageError("--until is not after --since")
+        raise BadArgument("--until is not after --since")
     project = str(Path(args.project).expanduser().resolve()) if args.project else None
     return Filters(since=since, until=until, project=project)
 
 
 def main(args: argparse.Namespace) -> int:
+    """Raises BadArgument for options that contradict each other."""
     report = REPORTS[args.report]
+    filters = filters_from(args)
     try:
-        if args.limit is not None and not 1 <= args.limit <= api.MAX_QUERY_LIMIT:
-            raise UsageError(f"--limit must be between 1 and {api.MAX_QUERY_LIMIT}")
-        if args.plot is not None and args.plot.suffix.lower() not in PLOT_FORMATS:
-            raise UsageError(f"--plot makes a .png or an .svg file, not {args.plot.name!r}")
-        filters = filters_from(args)
         sql, parameters = report_sql(report, filters, args.limit)
         link = sql_cli.reach_host()
         limit, timeout_ms = api.MAX_QUERY_LIMIT, args.timeout
@@ -120,6 +145,9 @@ def main(args: argparse.Namespace) -> int:
             plot(report, result, args.plot, args.bar, filters)
         except UsageError as exc:
             print(exc, file=sys.stderr)
+            return 1
+        except OSError as exc:  # a folder that cannot be made or written
+            print(f"cannot write the plot {args.plot}: {exc.strerror or exc}", file=sys.stderr)
             return 1
         print(f"plot: {args.plot}", file=sys.stderr)
     return 0
@@ -177,9 +205,11 @@ def render_report(report: Report, result: dict[str, Any], bar: str, filters: Fil
     unpriced = sum(row["unpriced_calls"] for row in rows)
     estimated = sum(row["estimated_calls"] for row in rows)
     if unpriced:
-        lines.append(f"{unpriced:,} calls have no price: cost counts the others (set `price` on the model)")
+        have = "has" if unpriced == 1 else "have"
+        lines.append(f"{plural(unpriced, 'call')} {have} no price: cost counts the others (set `price` on the model)")
     if estimated:
-        lines.append(f"{estimated:,} calls reported no usage: their tokens are estimates")
+        tokens = "its tokens are an estimate" if estimated == 1 else "their tokens are estimates"
+        lines.append(f"{plural(estimated, 'call')} reported no usage: {tokens}")
     if result["truncated"]:
         lines.append(sql_cli.truncation_note(result, api.MAX_QUERY_LIMIT))
     return "\n".join(lines)
@@ -235,10 +265,18 @@ def plot(report: Report, result: dict[str, Any], path: Path, bar: str, filters: 
         import matplotlib.pyplot as plt
         from matplotlib.ticker import FuncFormatter
     except ImportError:
-        raise UsageError("--plot needs matplotlib: pip install 'openvaala-lsp[plot]'") from None
+        raise UsageError("--plot needs matplotlib: pip install it where openvaala is (the plot extra)") from None
     rows = rows_of(result)
-    if not rows:
-        raise UsageError("nothing to plot: no model calls")
+    title = f"openvaala token usage {report.about}{_window(filters)}"
+    if not rows:  # an empty history is an empty chart, as it is an empty report
+        fig, ax = plt.subplots(figsize=(8, 3), dpi=130)
+        ax.text(0.5, 0.5, "no model calls", ha="center", va="center", fontsize=12, color="#666666")
+        ax.set_axis_off()
+        ax.set_title(title, loc="left", fontsize=11)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path)
+        plt.close(fig)
+        return
     labels = [label(report, row) for row in rows]
     cached = [row["cached_input_tokens"] or 0 for row in rows]
     uncached = [(row["input_tokens"] or 0) - c for row, c in zip(rows, cached, strict=True)]
@@ -295,7 +333,7 @@ def plot(report: Report, result: dict[str, Any], path: Path, bar: str, filters: 
     handles, names_shown = ax.get_legend_handles_labels()
     handles, names_shown = handles + list(extra[0]), names_shown + list(extra[1])
     ax.legend(handles, names_shown, loc="lower left", bbox_to_anchor=(0, 1.0), ncols=4, frameon=False, fontsize=9)
-    ax.set_title(f"openvaala token usage {report.about}{_window(filters)}", loc="left", fontsize=11, pad=24)
+    ax.set_title(title, loc="left", fontsize=11, pad=24)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)

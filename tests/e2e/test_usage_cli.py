@@ -63,7 +63,7 @@ async def test_reports_sql_formats_and_exports_with_no_editor_open(home: Path, t
     code, out, err = await openvaala_cli(home, "usage", "agent", "--plot", str(tmp_path / "agents.svg"))
     assert code == 0 and (tmp_path / "agents.svg").read_text().startswith("<?xml")
     code, _, err = await openvaala_cli(home, "usage", "--plot", str(tmp_path / "chart.gif"))
-    assert code == 1 and "--plot makes a .png or an .svg file" in err
+    assert code == 2 and "--plot: makes a .png or an .svg file" in err
 
     code, out, err = await openvaala_cli(
         home, "sql", "SELECT day, calls FROM usage_daily ORDER BY ALL LIMIT 2", "--format", "csv"
