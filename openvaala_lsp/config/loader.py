@@ -73,7 +73,7 @@ def load_definitions(
         for directory in scope.agent_dirs:
             _guarded(found, directory, _load_agents)
         found.sources.append(scope.config_file)
-        definitions, errors = load_toml_file(scope.config_file)
+        definitions, errors = load_toml_file(scope.config_file, user=folder is None)
         if definitions is not None and folder is not None:
             definitions, outside = skills_within(definitions, folder, scope.config_file)
             errors = [*errors, *outside]

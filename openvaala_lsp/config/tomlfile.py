@@ -15,8 +15,9 @@ from .validate import check_document
 _AT_LINE = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
 
 
-def load_toml_file(path: Path) -> tuple[Definitions | None, list[ConfigError]]:
-    """A missing file is no error; a file with any error contributes nothing."""
+def load_toml_file(path: Path, *, user: bool = False) -> tuple[Definitions | None, list[ConfigError]]:
+    """A missing file is no error; a file with any error contributes nothing. `user`: the user's own
+    file, which may hold more than definitions (`validate.check_document`)."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -27,7 +28,7 @@ def load_toml_file(path: Path) -> tuple[Definitions | None, list[ConfigError]]:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         return None, [syntax_error(path, exc)]
-    definitions, problems = check_document(doc)
+    definitions, problems = check_document(doc, user=user)
     if definitions is None:
         lines = key_lines(text)
         return None, [

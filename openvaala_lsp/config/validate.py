@@ -15,6 +15,7 @@ import attrs
 
 from openvaala_lsp.definitions import MODEL_APIS, Definitions
 from openvaala_lsp.protocol.converter import ParamsError, structure, wire_name
+from openvaala_lsp.telemetry.settings import check_table
 
 from .errors import split_problem
 
@@ -42,10 +43,12 @@ def parse_model_ref(text: str) -> dict[str, str] | None:
     return {"provider": provider, "name": name}
 
 
-def check_document(doc: dict[str, Any]) -> tuple[Definitions | None, list[Problem]]:
+def check_document(doc: dict[str, Any], *, user: bool = False) -> tuple[Definitions | None, list[Problem]]:
     """Normalizes `doc` in place and structures it; returns the definitions or, if anything is wrong,
-    None and one problem per field (the first found: a bad shorthand, not also "expected object")."""
-    problems = _unknown_keys(doc, Definitions, "$", top=True)
+    None and one problem per field (the first found: a bad shorthand, not also "expected object").
+    The user's own file (`user`) may also hold `[telemetry]`, which is no definition (`telemetry/`)."""
+    problems = _telemetry(doc, user)
+    problems += _unknown_keys(doc, Definitions, "$", top=True)
     problems += _model_refs(doc)
     problems += _choices(doc)
     try:
@@ -57,6 +60,17 @@ def check_document(doc: dict[str, Any]) -> tuple[Definitions | None, list[Proble
     for path, message in problems:
         first.setdefault(path, message)
     return (definitions if not first else None), list(first.items())
+
+
+def _telemetry(doc: dict[str, Any], user: bool) -> list[Problem]:
+    """Takes the `telemetry` table out of `doc`: checked in the user's file, refused in a project's,
+    which must not decide where the user's traces go."""
+    if "telemetry" not in doc:
+        return []
+    table = doc.pop("telemetry")
+    if not user:
+        return [("$.telemetry", "only the user config may set telemetry")]
+    return check_table(table)
 
 
 def _entries(doc: dict[str, Any], list_key: str) -> list[tuple[int, dict[str, Any]]]:

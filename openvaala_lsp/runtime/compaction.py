@@ -42,6 +42,7 @@ from openvaala_lsp.protocol import events
 from openvaala_lsp.providers.base import Message, ModelRequest, ProviderError, ToolSpec
 from openvaala_lsp.runtime import context, model_calls
 from openvaala_lsp.runtime.skills import SKILL_TOOL
+from openvaala_lsp.telemetry.base import CompactionSpan
 
 COMPACTION_FAILED = "compactionFailed"
 HOOK_BLOCKED = "hookBlocked"
@@ -113,6 +114,7 @@ async def compact(owner: Any, active: Any, trigger: CompactionTrigger) -> Outcom
 
     owner.publish(events.CompactionStarted(turn_id=turn.id))
     owner.set_state(SessionState.COMPACTING)
+    span: CompactionSpan = active.trace.compaction(trigger)
     try:
         view = context.model_items(history)
         prunable = _prunable(view, window)
@@ -122,7 +124,7 @@ async def compact(owner: Any, active: Any, trigger: CompactionTrigger) -> Outcom
             record = Compaction(trigger=trigger, summarized=False, pruned_item_ids=[i.id for i in prunable])
             text = ""
         else:
-            handoff = await _handoff(owner, active, view, prunable)
+            handoff = await _handoff(owner, active, view, prunable, span)
             record = Compaction(trigger=trigger, summarized=True)
             text = "\n\n".join(part for part in (SUMMARY_HEADER, handoff, _recent_user_messages(view, window)) if part)
         item = Item(
@@ -142,14 +144,17 @@ async def compact(owner: Any, active: Any, trigger: CompactionTrigger) -> Outcom
         # before the state goes back to running: the sessionUpdated that says so carries the new size
         owner.usage.rebase(record.tokens_after, await owner.history(), window)
     except asyncio.CancelledError:
+        span.end("interrupted")
         raise
     except Exception as exc:
         kind = exc.kind if isinstance(exc, ProviderError) else COMPACTION_FAILED
+        span.end(kind)
         error = ErrorInfo(kind=kind, message=f"compaction failed, the history is unchanged: {_message(exc)}")
         owner.publish(events.ErrorEvent(error=error))
         return Outcome(False, error)
     finally:
         owner.set_state(SessionState.RUNNING)
+    span.end()
     owner.publish(events.ContextUsageUpdated(context=owner.usage.context))
     after = ContextUsage(source=ContextUsageSource.ESTIMATED, tokens=record.tokens_after, window=window)
     owner.publish(events.CompactionCompleted(turn_id=turn.id, before=before, after=after))
@@ -183,7 +188,9 @@ def _prunable(view: Sequence[Item], window: int) -> list[Item]:
     return candidates[::-1]  # in log order
 
 
-async def _handoff(owner: Any, active: Any, view: Sequence[Item], prunable: Sequence[Item]) -> str:
+async def _handoff(
+    owner: Any, active: Any, view: Sequence[Item], prunable: Sequence[Item], span: CompactionSpan
+) -> str:
     """The model's hand-off for `view`; its call is accounted to the turn (purpose `compaction`)."""
     model: ModelDefinition = active.model
     cleared = {i.id for i in prunable}
@@ -206,11 +213,13 @@ async def _handoff(owner: Any, active: Any, view: Sequence[Item], prunable: Sequ
     provider = await owner.host.provider(model)
     record = model_calls.new_record(active.turn, model, owner.host.workspace_root(), ModelCallPurpose.COMPACTION)
     call = model_calls.TextCall(record)
+    call_span = span.model_call(model, request)
     try:
         await call.run(provider, request)
     finally:
         produced = [attrs.evolve(view[-1], content=[Content(type="text", text=call.text)])] if view else []
         owner.usage.record(record, call.usage, items, produced, 0, in_context=False)
+        call_span.finish(record, call.finish_reason, produced)
         await owner.host.storage.append_model_call(record)
         active.turn.usage = active.turn.usage + record.usage
         owner.publish(events.UsageUpdated(usage=owner.usage.usage))

@@ -24,6 +24,7 @@ from openvaala_lsp.runtime.hosts import ConversationHost
 from openvaala_lsp.runtime.session import SessionRunner
 from openvaala_lsp.runtime.skills import SkillTool, agent_skills
 from openvaala_lsp.storage.interfaces import Storage
+from openvaala_lsp.telemetry.base import Telemetry
 from openvaala_lsp.tools.base import Tool, ToolContext
 from openvaala_lsp.tools.environment import tool_environment
 from openvaala_lsp.tools.protected import protected_paths
@@ -59,6 +60,10 @@ class OpenConversation:
     @property
     def id(self) -> str:
         return self.record.id
+
+    @property
+    def telemetry(self) -> Telemetry:
+        return self._host.telemetry
 
     @property
     def storage(self) -> Storage:

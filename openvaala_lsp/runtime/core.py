@@ -113,6 +113,7 @@ class Runtime:
         await state.sandboxes.close()
         await state.source.close()
         await state.storage.close()
+        await asyncio.to_thread(state.telemetry.close)  # the last spans and metrics, within seconds
         state.lifecycle = Lifecycle.STOPPED
 
     # Clients (not wire methods: the connection calls them)

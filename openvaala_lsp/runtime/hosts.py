@@ -15,6 +15,7 @@ from openvaala_lsp.model import AlwaysAllowed, Session, SessionRuntimeInfo
 from openvaala_lsp.providers.base import Provider
 from openvaala_lsp.runtime.definitions_source import FolderKey
 from openvaala_lsp.storage.interfaces import Storage
+from openvaala_lsp.telemetry.base import Telemetry
 from openvaala_lsp.tools.base import OpenBuffer, Sandboxes, Tool, ToolContext
 
 T = TypeVar("T")
@@ -33,6 +34,9 @@ class ConversationHost(Protocol):
     @property
     def checkpoints(self) -> CheckpointStore:
         """The workspace folders' shadow repositories."""
+
+    @property
+    def telemetry(self) -> Telemetry: ...
 
     def definitions_for(self, folders: FolderKey) -> Definitions: ...
 
@@ -64,6 +68,9 @@ class SessionHost(Protocol):
 
     @property
     def closed(self) -> bool: ...
+
+    @property
+    def telemetry(self) -> Telemetry: ...
 
     @property
     def environment(self) -> dict[str, str]: ...

@@ -49,6 +49,7 @@ class TextCall:
     record: ModelCall
     parts: list[str] = attrs.Factory(list)
     usage: TokenUsage | None = None
+    finish_reason: str | None = None
 
     @property
     def text(self) -> str:
@@ -63,6 +64,7 @@ class TextCall:
                         self.parts.append(event.text)
                     elif isinstance(event, provider_events.Completed):
                         self.usage = event.usage
+                        self.finish_reason = event.finish_reason
         except BaseException as exc:
             self.record.error = failure(exc)
             raise

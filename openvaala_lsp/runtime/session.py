@@ -263,6 +263,7 @@ class SessionRunner:
             model=model.ref,
         )
         inputs = self.queue.claim() if claim else []
+        trace = self.host.telemetry.turn(turn, self.session.agent_name)
         items = TurnItems(turn, self.host.storage, self.publish, self.audience, self.saved, self.remember)
         hooks = SessionHooks(
             self.host.hooks(definitions),
@@ -270,8 +271,9 @@ class SessionRunner:
             cwd=self.host.directory(),
             environment=self.host.environment,
             publish=items.publish,  # what a hook says comes in order with the turn's events
+            trace=trace,
         )
-        active = ActiveTurn(turn=turn, definitions=definitions, model=model, items=items, hooks=hooks)
+        active = ActiveTurn(turn=turn, definitions=definitions, model=model, items=items, hooks=hooks, trace=trace)
         self.active = active
         active.task = self.host.spawn(self._run(active, inputs, work), name=f"turn {turn.id}")
         return active
@@ -322,6 +324,7 @@ class SessionRunner:
             finish_reason=active.finish_reason,
             runtime_stopping=self.host.closed,
         )
+        active.trace.finish(turn)
         started = active.inputs_saved  # its first commit holds the turn's row: only what changed is written
         await storage.save_turn(turn, saved=started.done() and not started.cancelled() and not started.exception())
         await storage.touch_conversation(turn.conversation_id, turn.ended_at)

@@ -11,6 +11,7 @@ from openvaala_lsp.hooks.outcome import HookOutcome
 from openvaala_lsp.hooks.runner import HookRunner
 from openvaala_lsp.model import ErrorInfo, Session
 from openvaala_lsp.protocol import events
+from openvaala_lsp.telemetry.base import NOTHING, Parent
 
 HOOK_FAILED = "hookFailed"
 
@@ -24,18 +25,26 @@ class SessionHooks:
         cwd: str,
         environment: Mapping[str, str],
         publish: Callable[[Any], None],
+        trace: Parent = NOTHING,
     ) -> None:
         self.runner = runner  # the hooks of the definitions the turn started with
         self._session = session
         self._cwd = cwd
         self._environment = environment
         self._publish = publish
+        self._trace = trace  # the turn's span: each hook that runs is a span in it
 
     async def fire(self, event: str, payload: dict[str, Any], match: str | None = None) -> HookOutcome:
         if not self.runner.matching(event, match):
             return HookOutcome()
         payload = {"session_id": self._session.id, "conversation_id": self._session.conversation_id, **payload}
-        outcome = await self.runner.run(event, payload, match=match, cwd=self._cwd, environment=self._environment)
+        span = self._trace.hook(event)
+        try:
+            outcome = await self.runner.run(event, payload, match=match, cwd=self._cwd, environment=self._environment)
+        except BaseException as exc:
+            span.end(type(exc).__name__)
+            raise
+        span.end(HOOK_FAILED if outcome.errors else None)
         for message in [*outcome.errors, *outcome.system_messages]:
             self._publish(events.ErrorEvent(error=ErrorInfo(kind=HOOK_FAILED, message=message)))
         return outcome

@@ -12,6 +12,7 @@ from openvaala_lsp import paths
 from openvaala_lsp.protocol.errors import RuntimeStopped
 from openvaala_lsp.runtime.core import Runtime
 from openvaala_lsp.storage.duckdb_store import DuckDBStorage, StorageLockedError
+from openvaala_lsp.telemetry.start import user_telemetry
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +37,8 @@ async def start_runtime(future: asyncio.Future[Runtime], **options: Any) -> None
         path = paths.database_path()
         paths.ensure_private_dir(path.parent)  # the history is the user's alone
         storage = await DuckDBStorage.open(str(path))
+        # the user's [telemetry] and OTEL_* variables, read once: a change needs a new runtime host
+        options.setdefault("telemetry", user_telemetry(paths.config_dir() / "config.toml"))
         # definitions from the configuration files
         future.set_result(await Runtime.start(storage, **options_from_environment(), **options))
     except StorageLockedError as exc:

@@ -47,6 +47,7 @@ from openvaala_lsp.runtime.tasks import Tasks
 from openvaala_lsp.storage.errors import InvalidCursor
 from openvaala_lsp.storage.interfaces import Storage
 from openvaala_lsp.storage.split import SplitStorage
+from openvaala_lsp.telemetry.base import NOTHING, Telemetry
 from openvaala_lsp.tools.base import OpenBuffer
 from openvaala_lsp.tools.warm_sandbox import WarmSandboxes
 from openvaala_lsp.wire import framing
@@ -80,6 +81,9 @@ class RuntimeOptions:
     # where the definitions set with setDefinitions are kept, so a runtime started after one that
     # died (the shared host) has them again; None: kept in memory only
     definitions_file: Path | None = None
+    # spans and metrics of turns, model and tool calls, hooks and compactions (`telemetry/`); the
+    # runtime closes it when it stops
+    telemetry: Telemetry = NOTHING
 
 
 class RuntimeState:
@@ -94,6 +98,7 @@ class RuntimeState:
         self.model_clients = ModelClients()
         self.sandboxes = WarmSandboxes()
         self.checkpoints = CheckpointStore()  # git is looked for at the first turn that changes files
+        self.telemetry = options.telemetry
         self.open: dict[ConversationId, OpenConversation] = {}
         self.live = Live(self.open)
         self.tasks = Tasks()

@@ -25,6 +25,7 @@ from openvaala_lsp.runtime.approvals import Answer, Approvals
 from openvaala_lsp.runtime.hosts import SessionHost
 from openvaala_lsp.runtime.session_hooks import SessionHooks
 from openvaala_lsp.runtime.streaming import TurnItems
+from openvaala_lsp.telemetry.base import NOTHING, Parent, ToolCallSpan
 from openvaala_lsp.tools import sandbox
 from openvaala_lsp.tools.base import Tool, ToolContext, ToolOutput
 from openvaala_lsp.tools.truncate import truncate_text
@@ -66,9 +67,11 @@ async def run_tool_calls(
     hooks: SessionHooks,
     gate: CallGate,
     context: ToolContext,
+    *,
+    trace: Parent = NOTHING,
 ) -> bool:
     """Decides, saves and runs the calls still streaming at `indexes`; True if a hook says the turn
-    must stop (the calls after the one it stopped at are not made)."""
+    must stop (the calls after the one it stopped at are not made). Each run is a span in `trace`."""
     planned: list[PlannedCall] = []
     stop = False
     for index in indexes:
@@ -79,7 +82,7 @@ async def run_tool_calls(
     # each call runs while they commit, asked for once the first call's tool has started (see _run)
     await items.complete_many(indexes, ItemStatus.COMPLETED, later=True, now=False)
     for plan in planned:
-        if await _run(plan, tools, items, hooks, gate.host.spawn):
+        if await _run(plan, tools, items, hooks, gate.host.spawn, trace.tool_call(plan.call)):
             return True
     return stop
 
@@ -149,7 +152,9 @@ def _denial(reason: str, answer: Answer) -> str:
     return truncate_text(f"the user denied this call ({reason}){said}")
 
 
-async def _run(plan: PlannedCall, tools: dict[str, Tool], items: TurnItems, hooks: SessionHooks, spawn: Spawn) -> bool:
+async def _run(
+    plan: PlannedCall, tools: dict[str, Tool], items: TurnItems, hooks: SessionHooks, spawn: Spawn, span: ToolCallSpan
+) -> bool:
     """Runs one decided call and saves its result item; True if a postToolUse hook stops the turn.
     The call is reported saved before its result item starts. A tool that ends within
     `QUICK_TOOL_SECONDS` (with no postToolUse hook to run) has its call and result committed together
@@ -170,11 +175,14 @@ async def _run(plan: PlannedCall, tools: dict[str, Tool], items: TurnItems, hook
             result.content = [Content(type="text", text="")]
             started = copy.deepcopy(result)
             refused = ToolOutput(text=plan.refusal or "", is_error=True)
-            _fill(result, plan, refused if running is None else running.result())
+            output = refused if running is None else running.result()
+            _fill(result, plan, output)
+            span.finish(output.text, is_error=output.is_error)
             await items.add_later(result, started)
             return False
         await items.settle()
     except BaseException:
+        span.finish(INTERRUPTED_TOOL_TEXT, is_error=True)
         await _stop(running)
         raise
     index = items.start(
@@ -192,9 +200,11 @@ async def _run(plan: PlannedCall, tools: dict[str, Tool], items: TurnItems, hook
         text = "\n\n".join([output.text, *feedback, *after.additional_context])
         output = attrs.evolve(output, text=text)
     except asyncio.CancelledError:
+        span.finish(INTERRUPTED_TOOL_TEXT, is_error=True)
         await _stop(running)
         _fill(item, plan, ToolOutput(text=INTERRUPTED_TOOL_TEXT, is_error=True), notes=False)
         raise
+    span.finish(output.text, is_error=output.is_error)
     _fill(item, plan, output)
     # the next model request goes out while the result commits; its answer waits for the commit
     await items.complete_many([index], ItemStatus.COMPLETED, later=True)

@@ -54,6 +54,7 @@ from openvaala_lsp.runtime.model_clients import resolve_model
 from openvaala_lsp.runtime.session_hooks import SessionHooks
 from openvaala_lsp.runtime.streaming import TurnItems
 from openvaala_lsp.runtime.tool_calls import CallGate, run_tool_calls
+from openvaala_lsp.telemetry.base import NOTHING, ModelCallSpan, TurnSpan
 
 logger = logging.getLogger(__name__)
 
@@ -117,6 +118,7 @@ class ActiveTurn:
     model: ModelDefinition
     items: TurnItems
     hooks: SessionHooks  # the hooks of the definitions the turn started with
+    trace: TurnSpan = NOTHING  # the turn's span, holding those of its calls, hooks and compactions
     task: asyncio.Task[None] | None = None
     interrupting: bool = False
     context: list[str] = attrs.Factory(list)  # hook-added context for this turn's requests
@@ -294,7 +296,7 @@ async def _loop(owner: TurnOwner, active: ActiveTurn) -> None:
         try:
             # aclosing: a stream left early (error, interrupt) closes its connection at once
             async with contextlib.aclosing(provider.stream(request)) as stream:  # type: ignore[type-var]
-                calls = await _call_model(owner, active, stream)
+                calls = await _call_model(owner, active, stream, active.trace.model_call(model, request))
         except ProviderError as exc:
             if exc.kind != CONTEXT_LENGTH_EXCEEDED or active.overflow_retried or active.items.streaming:
                 raise
@@ -320,7 +322,13 @@ async def _loop(owner: TurnOwner, active: ActiveTurn) -> None:
             continue
         gate = CallGate(agent=agent, host=host, approvals=owner.approvals)
         if await run_tool_calls(
-            calls, by_name, active.items, active.hooks, gate, host.tool_context(active.definitions, agent)
+            calls,
+            by_name,
+            active.items,
+            active.hooks,
+            gate,
+            host.tool_context(active.definitions, agent),
+            trace=active.trace,
         ):
             active.ended_by = TurnReason.CANCELLED_BY_HOOK  # a hook said `continue: false`
             return
@@ -366,7 +374,9 @@ async def compaction_turn(owner: TurnOwner, active: ActiveTurn, inputs: list[Pen
         fail_internally(turn, exc, "compaction turn %s failed")
 
 
-async def _call_model(owner: TurnOwner, active: ActiveTurn, stream: AsyncIterator[Any]) -> list[int]:
+async def _call_model(
+    owner: TurnOwner, active: ActiveTurn, stream: AsyncIterator[Any], span: ModelCallSpan
+) -> list[int]:
     """Streams one model response into items and saves them, but for the tool calls it made: their
     itemIndexes are returned, still streaming."""
     turn, model, items = active.turn, active.model, active.items
@@ -449,6 +459,7 @@ async def _call_model(owner: TurnOwner, active: ActiveTurn, stream: AsyncIterato
         record.latency_ms = int((time.monotonic() - started) * 1000)
         await items.settle()  # a call that failed before any answer: the turn is announced first
         await _account(owner, active, record, completed.usage if completed is not None else None)
+        span.finish(record, None, [items.streaming[index] for index in items.unsaved()])
         await owner.host.storage.append_model_call(record)
         raise
     record.latency_ms = int((time.monotonic() - started) * 1000)
@@ -458,6 +469,7 @@ async def _call_model(owner: TurnOwner, active: ActiveTurn, stream: AsyncIterato
     # is saved whole as it waits; the other items commit with what comes next: the calls, or the
     # turn's end (one commit, not two)
     produced = items.unsaved()
+    span.finish(record, active.finish_reason, [items.streaming[index] for index in produced])
     calls = [index for index in produced if items.streaming[index].type == ItemType.TOOL_CALL]
     for index in calls:
         items.keep(index)

@@ -41,7 +41,7 @@ class ConfigFile:
 
 
 def read_config(path: Path) -> ConfigFile:
-    definitions, errors = load_toml_file(path)
+    definitions, errors = load_toml_file(path, user=path == user_config_path())
     return ConfigFile(
         path=path,
         exists=path.exists(),
