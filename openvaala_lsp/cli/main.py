@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from openvaala_lsp.config import trust
 from openvaala_lsp.protocol import api
 from openvaala_lsp.setup import commands as setup_commands
 
+DEBUG_ENV = "OPENVAALA_DEBUG"
 COMMANDS = {
     "setup": "set up a model provider (interactive, or flags with --yes)",
     "doctor": "check what is configured and whether it works",
@@ -75,6 +77,24 @@ def build_parser() -> CliParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    prog = f"{parser.prog} {args.command}" if args.command else parser.prog
+    try:
+        return _run(parser, args)
+    except KeyboardInterrupt:
+        print(f"\n{prog}: interrupted", file=sys.stderr)
+        return 130
+    except OSError as exc:  # a home, config or output folder that cannot be made or written
+        where = f"cannot use {exc.filename}: " if exc.filename else ""
+        print(f"{prog}: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a bug: one line for the user, the traceback for whoever debugs it
+        if os.environ.get(DEBUG_ENV):
+            raise
+        print(f"{prog}: unexpected error: {type(exc).__name__}: {exc} ({DEBUG_ENV}=1 shows where)", file=sys.stderr)
+        return 1
+
+
+def _run(parser: CliParser, args: argparse.Namespace) -> int:
     if args.command is None:
         return setup_commands.run_bare(list(COMMANDS.items()))
     if args.command == "setup":

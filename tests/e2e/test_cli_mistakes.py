@@ -85,3 +85,12 @@ async def test_an_empty_history_is_an_empty_report(home: Path, tmp_path: Path) -
     assert (code, json.loads(out), err) == (0, [{"calls": 0}], "")
     code, out, err = await openvaala(home, "export", "--parquet", str(tmp_path / "pool"), wait=WAIT)
     assert code == 0 and err == "" and ": 0 model_calls (0 files), 0 turns (0 files)" in out, out
+
+
+@pytest.mark.parametrize("argv", [["trust", "."], ["setup", "--provider", "ollama", "--no-check", "--yes"], ["usage"]])
+async def test_a_home_that_cannot_be_made_is_one_line(argv: list[str], tmp_path: Path) -> None:
+    """OPENVAALA_HOME naming a file: the command says which path it could not use, no traceback."""
+    home = tmp_path / "not-a-folder"
+    home.write_text("")
+    code, _, err = await openvaala(home, *argv, wait=WAIT)
+    assert code == 1 and err.count("\n") == 1 and str(home) in err and "Traceback" not in err, err
