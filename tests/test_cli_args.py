@@ -196,3 +196,13 @@ def test_export_help_speaks_the_users_words() -> None:
     assert "Parquet" in text and "--redact" in text and "cron" in text
     for internal in ("storage/", ".py", "openvaala/", "exportUsage", "watermark", "snapshot", "`"):
         assert internal not in text, internal
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(argv=st.lists(st.one_of(st.sampled_from(["--standalone", "--log-level", "--log-file", "debug", "-"]), VALUES)))
+def test_fuzzed_openvaala_lsp_arguments_parse_or_fail_in_one_line(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    code, err = parse(lsp._parser(), argv, capsys)
+    assert code in (0, 2) and err.count("\n") == (1 if code else 0), (argv, err)
+    assert "Traceback" not in err and (not code or err.startswith("openvaala-lsp: "))
