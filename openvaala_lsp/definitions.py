@@ -112,9 +112,23 @@ class AgentDefinition:
 
 @attrs.define(kw_only=True)
 class ExecutorDefinition:
+    """Where tools run: `local` (this machine) or `ssh` (a host reached with asyncssh, whose fields
+    below are read only for that kind; `executors/ssh_target.py` checks them)."""
+
     id: str
-    kind: str = "local"
+    kind: str = "local"  # "local" | "ssh"
     description: str | None = None
+    host: str | None = None
+    port: int = 22
+    user: str | None = None
+    key_file: str | None = None  # a private key (no passphrase); `~` is the user's home
+    agent: bool = False  # authenticate with the ssh agent of SSH_AUTH_SOCK (never forwarded)
+    known_hosts: str | None = None  # default ~/.ssh/known_hosts
+    # a host the known-hosts file does not list: refused unless this is set (then its key is kept
+    # for the runtime's life); a key other than the one listed is refused always
+    accept_unknown_host_key: bool = False
+    roots: list[str] | None = None  # the remote directories tools may use (absolute)
+    environment: dict[str, str] | None = None  # set for the remote commands
 
 
 @attrs.define(kw_only=True)

@@ -26,6 +26,7 @@ LAYERS: list[set[str]] = [
     {"tools", "storage", "providers", "checkpoints"},
     {"hooks", "mcp"},  # hooks run like tools; MCP servers as tool sources, and their public shapes
     {"protocol"},  # wire types (params, results, events, errors), the converter, the method table
+    {"executors"},  # where tools run besides here: ssh hosts (the local executor is the runtime's)
     {"config"},  # definitions from files, read with the converter's wire names
     {"runtime"},  # the runtime core: conversations, sessions, turns; no JSON-RPC
     {"server"},  # pygls translation

@@ -14,6 +14,7 @@ from typing import Any, Union
 import attrs
 
 from openvaala_lsp.definitions import MODEL_APIS, Definitions
+from openvaala_lsp.executors import ssh_target
 from openvaala_lsp.protocol.converter import ParamsError, structure, wire_name
 from openvaala_lsp.telemetry.settings import check_table
 
@@ -25,7 +26,7 @@ Problem = tuple[str, str]  # (wire path, message)
 CHOICES: dict[tuple[str, str], tuple[str, ...]] = {
     ("models", "api"): MODEL_APIS,
     ("mcpServers", "transport"): ("stdio", "http"),
-    ("executors", "kind"): ("local",),
+    ("executors", "kind"): ("local", "ssh"),
 }
 # where a ModelRef may be written as "provider/name"
 MODEL_REFS = (("models", "ref"), ("agents", "defaultModel"), ("agents", "titleModel"))
@@ -56,6 +57,8 @@ def check_document(doc: dict[str, Any], *, user: bool = False) -> tuple[Definiti
     except ParamsError as exc:
         problems += [split_problem(p) for p in exc.problems]
         definitions = None
+    if definitions is not None:
+        problems += _ssh_executors(definitions)
     first: dict[str, str] = {}
     for path, message in problems:
         first.setdefault(path, message)
@@ -71,6 +74,16 @@ def _telemetry(doc: dict[str, Any], user: bool) -> list[Problem]:
     if not user:
         return [("$.telemetry", "only the user config may set telemetry")]
     return check_table(table)
+
+
+def _ssh_executors(definitions: Definitions) -> list[Problem]:
+    """What an `ssh` executor lacks (a host, a user, a key or the agent, its roots)."""
+    return [
+        (f"$.executors[{i}].{field}", message)
+        for i, executor in enumerate(definitions.executors)
+        if executor.kind == "ssh"
+        for field, message in ssh_target.problems(executor)
+    ]
 
 
 def _entries(doc: dict[str, Any], list_key: str) -> list[tuple[int, dict[str, Any]]]:

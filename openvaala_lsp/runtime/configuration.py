@@ -9,6 +9,7 @@ import logging
 from pathlib import Path
 
 from openvaala_lsp.definitions import Definitions
+from openvaala_lsp.executors import ssh_target
 from openvaala_lsp.hooks.validation import validate_hooks
 from openvaala_lsp.mcp.model import MCPServerInfo
 from openvaala_lsp.model import Session
@@ -33,7 +34,7 @@ class Configuration:
     async def set_definitions(self, client: Client, params: Definitions) -> api.SetDefinitionsResult:
         """Replaces every definition. Busy conversations finish their turn with the old ones, then
         their subscriptions close with `conversationReconfigured`."""
-        problems = validate_hooks(params.hooks)
+        problems = validate_hooks(params.hooks) + ssh_target.executor_problems(params.executors)
         if problems:
             raise InvalidParams("; ".join(problems))
         busy = [cid for cid, opened in self.state.open.items() if opened.running]
@@ -50,7 +51,8 @@ class Configuration:
         return catalog.model_list(await self.state.definitions(client), params.agent_name)
 
     async def list_executors(self, client: Client, params: api.ListExecutorsParams) -> api.ListExecutorsResult:
-        return api.ListExecutorsResult(executors=catalog.executor_details(await self.state.definitions(client)))
+        definitions = await self.state.definitions(client)
+        return api.ListExecutorsResult(executors=await self.state.executors.details(definitions))
 
     async def get_hooks(self, client: Client, params: api.GetHooksParams) -> api.GetHooksResult:
         return api.GetHooksResult(hooks=catalog.hook_infos(await self.state.definitions(client)))

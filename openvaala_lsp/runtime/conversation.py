@@ -9,6 +9,7 @@ from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from openvaala_lsp.definitions import AgentDefinition, Definitions, ModelDefinition, Sandbox
+from openvaala_lsp.executors.base import Executor
 from openvaala_lsp.hooks.runner import HookRunner
 from openvaala_lsp.mcp.manager import MCPManager
 from openvaala_lsp.mcp.model import ClientMCPServer
@@ -19,6 +20,7 @@ from openvaala_lsp.runtime import catalog, subagents
 from openvaala_lsp.runtime.checkpointing import TurnCheckpoints, checkpointed
 from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.client_tools import ClientToolAdapter
+from openvaala_lsp.runtime.executor_pool import is_local
 from openvaala_lsp.runtime.folders import containing_folder
 from openvaala_lsp.runtime.hosts import ConversationHost
 from openvaala_lsp.runtime.session import SessionRunner
@@ -28,7 +30,6 @@ from openvaala_lsp.telemetry.base import Telemetry
 from openvaala_lsp.tools.base import Tool, ToolContext
 from openvaala_lsp.tools.environment import tool_environment
 from openvaala_lsp.tools.protected import protected_paths
-from openvaala_lsp.tools.registry import local_tools
 
 MCP_FIRST_USE_WAIT = 10.0  # seconds a conversation's first turn waits for its MCP servers
 
@@ -99,18 +100,33 @@ class OpenConversation:
     def hooks(self, definitions: Definitions) -> HookRunner:
         return self._host.hooks_for(definitions)
 
+    def executor(self, definitions: Definitions) -> Executor:
+        return self._host.executors.get(definitions, self.record.executor_settings.executor_id)
+
     def directory(self) -> str:
-        return self.record.executor_settings.directory or (self.folders[0].path if self.folders else "/")
+        """The local directory (of hooks, MCP servers, instructions): a remote executor's is not one."""
+        settings = self.record.executor_settings
+        if settings.directory and (is_local(settings.executor_id) or not self._remote(settings.executor_id or "")):
+            return settings.directory
+        return self.folders[0].path if self.folders else "/"
+
+    def _remote(self, executor_id: str) -> bool:
+        definition = next((e for e in self.definitions().executors if e.id == executor_id), None)
+        return definition is None or definition.kind != "local"
 
     def workspace_root(self) -> str:
         holder = containing_folder(self.directory(), self.folders)
         return holder.path if holder else self.directory()
 
     def tool_context(self, definitions: Definitions, agent: AgentDefinition | None) -> ToolContext:
-        roots = [folder.path for folder in self.folders] or [self.directory()]
+        executor = self.executor(definitions)
+        directory = self.directory()
+        if executor.remote:  # its roots, and its directory or else its first root
+            directory = self.record.executor_settings.directory or executor.roots(self.folders)[0].path
+        roots = [root.path for root in executor.roots(self.folders)] or [directory]
         sandbox = agent.sandbox if agent is not None and agent.sandbox is not None else Sandbox()
         return ToolContext(
-            directory=self.directory(),
+            directory=directory,
             roots=roots,
             environment=self.tool_environment(definitions, sandbox),
             warm=self._host.sandboxes,
@@ -165,7 +181,8 @@ class OpenConversation:
         """The agent's local tools (its `tools` list filters them), its skills, its sub-agents, the
         tools of its MCP servers that are ready, and the tools editors serve for this conversation."""
         agent = catalog.configured_agent(definitions, session.agent_name)
-        tools: list[Tool] = local_tools()
+        executor = self.executor(definitions)
+        tools: list[Tool] = executor.tools()
         if agent is not None and agent.tools is not None:
             allowed = set(agent.tools)
             tools = [tool for tool in tools if tool.name in allowed]
@@ -181,7 +198,8 @@ class OpenConversation:
         tools += self.mcp.tools()
         for client, servers in self.client_servers.values():
             tools += [ClientToolAdapter(client, self.id, s, t) for s in servers for t in s.tools]
-        return checkpointed(tools, self._checkpoints_of(parent))
+        # a remote executor's files are not the local folders the checkpoints snapshot
+        return checkpointed(tools, None if executor.remote else self._checkpoints_of(parent))
 
     def _checkpoints_of(self, runner: SessionRunner | None) -> TurnCheckpoints | None:
         """The checkpoints of the runner's running turn, made at its first model call (None: git is

@@ -18,7 +18,8 @@ from openvaala_lsp.protocol.errors import InvalidParams
 from openvaala_lsp.runtime import catalog
 from openvaala_lsp.runtime.client import Client, environment_of
 from openvaala_lsp.runtime.conversation import OpenConversation
-from openvaala_lsp.runtime.folders import real_folders, resolve_directory
+from openvaala_lsp.runtime.executor_pool import Executors
+from openvaala_lsp.runtime.folders import real_folders
 from openvaala_lsp.runtime.model_clients import effective_selection
 from openvaala_lsp.runtime.state import RuntimeState
 from openvaala_lsp.storage.interfaces import all_sessions
@@ -36,7 +37,9 @@ class Conversations:
         agent = catalog.find_agent(definitions, params.agent_name) if params.agent_name else None
         agent_name = (agent or catalog.agents(definitions)[0]).name
         model = catalog.check_model(definitions, params.model, "$.model.model")
-        executor_settings = await resolve_executor_settings(client, definitions, params.executor_settings)
+        executor_settings = await resolve_executor_settings(
+            client, definitions, params.executor_settings, state.executors
+        )
         now = utcnow()
         conversation = Conversation(
             id=new_id("conv"),
@@ -144,7 +147,7 @@ class Conversations:
         self, client: Client, params: api.SetConversationExecutorSettingsParams
     ) -> Conversation:
         definitions = await self.state.definitions(client)
-        settings = await resolve_executor_settings(client, definitions, params.executor_settings)
+        settings = await resolve_executor_settings(client, definitions, params.executor_settings, self.state.executors)
         async with self.state.record_locks[params.conversation_id]:
             conversation = await self.state.conversation(params.conversation_id)
             conversation.executor_settings = settings
@@ -152,9 +155,15 @@ class Conversations:
 
 
 async def resolve_executor_settings(
-    client: Client, definitions: Definitions, settings: ExecutorSettings | None
+    client: Client, definitions: Definitions, settings: ExecutorSettings | None, executors: Executors
 ) -> ExecutorSettings:
+    """The executor checked, the directory resolved where it runs (on a remote executor with no
+    directory given: none, so its first root, without reaching the host now)."""
     settings = settings or ExecutorSettings()
     executor_id = catalog.check_executor(definitions, settings.executor_id, "$.executorSettings.executorId")
+    executor = executors.get(definitions, executor_id)
+    if executor.remote and not settings.directory:
+        return ExecutorSettings(executor_id=executor_id)
     folders = await client.workspace_folders()
-    return ExecutorSettings(executor_id=executor_id, directory=resolve_directory(settings.directory, folders))
+    directory = await executor.resolve_directory(settings.directory, folders)
+    return ExecutorSettings(executor_id=executor_id, directory=directory)

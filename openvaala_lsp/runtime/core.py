@@ -111,6 +111,7 @@ class Runtime:
         await state.tasks.close()
         await state.model_clients.close()
         await state.sandboxes.close()
+        await state.executors.close()
         await state.source.close()
         await state.storage.close()
         await asyncio.to_thread(state.telemetry.close)  # the last spans and metrics, within seconds

@@ -54,7 +54,7 @@ class Forks:
         model = catalog.check_model(definitions, params.model, "$.model.model")
         settings = source.executor_settings
         if params.executor_settings is not None:
-            settings = await resolve_executor_settings(client, definitions, params.executor_settings)
+            settings = await resolve_executor_settings(client, definitions, params.executor_settings, state.executors)
         sessions = await all_sessions(storage, source.id)
         turns = await every_page(
             lambda cursor: storage.list_turns(

@@ -14,6 +14,7 @@ from openvaala_lsp.hooks.runner import HookRunner
 from openvaala_lsp.model import AlwaysAllowed, Session, SessionRuntimeInfo
 from openvaala_lsp.providers.base import Provider
 from openvaala_lsp.runtime.definitions_source import FolderKey
+from openvaala_lsp.runtime.executor_pool import Executors
 from openvaala_lsp.storage.interfaces import Storage
 from openvaala_lsp.telemetry.base import Telemetry
 from openvaala_lsp.tools.base import OpenBuffer, Sandboxes, Tool, ToolContext
@@ -30,6 +31,10 @@ class ConversationHost(Protocol):
     @property
     def sandboxes(self) -> Sandboxes:
         """Where sandboxed commands start."""
+
+    @property
+    def executors(self) -> Executors:
+        """Where tools run: the local machine, or a pooled ssh connection."""
 
     @property
     def checkpoints(self) -> CheckpointStore:

@@ -39,6 +39,7 @@ from openvaala_lsp.providers.base import Provider
 from openvaala_lsp.runtime.client import Client
 from openvaala_lsp.runtime.conversation import OpenConversation
 from openvaala_lsp.runtime.definitions_source import DefinitionsSource, FolderKey
+from openvaala_lsp.runtime.executor_pool import Executors
 from openvaala_lsp.runtime.folders import folder_key
 from openvaala_lsp.runtime.live import Live
 from openvaala_lsp.runtime.model_clients import ModelClients
@@ -97,6 +98,7 @@ class RuntimeState:
         self.source.explicit = definitions
         self.model_clients = ModelClients()
         self.sandboxes = WarmSandboxes()
+        self.executors = Executors()  # the ssh connections, pooled
         self.checkpoints = CheckpointStore()  # git is looked for at the first turn that changes files
         self.telemetry = options.telemetry
         self.open: dict[ConversationId, OpenConversation] = {}

@@ -77,10 +77,10 @@ def _read(path: str, real: str, offset: int, limit: int, stop: StopFlag, buffer:
             state = "differs" if on_disk is not None else "does not exist yet"
             version = f", version {buffer.version}" if buffer.version is not None else ""
             note = f"[unsaved: the text of {path} as {buffer.editor} holds it open{version}; the file on disk {state}]"
-            return f"{note}\n{_numbered(io.BytesIO(text), len(text), path, real, offset, limit, stop)}"
+            return f"{note}\n{numbered_lines(io.BytesIO(text), len(text), path, real, offset, limit, stop)}"
     _existing_file(path, real)
     with _open_regular(path, real, "rb") as file:
-        return _numbered(file, os.fstat(file.fileno()).st_size, path, real, offset, limit, stop)
+        return numbered_lines(file, os.fstat(file.fileno()).st_size, path, real, offset, limit, stop)
 
 
 def _disk_bytes(path: str, real: str) -> bytes | None:
@@ -92,7 +92,7 @@ def _disk_bytes(path: str, real: str) -> bytes | None:
         return file.read()
 
 
-def _numbered(file: IO[bytes], size: int, path: str, real: str, offset: int, limit: int, stop: StopFlag) -> str:
+def numbered_lines(file: IO[bytes], size: int, path: str, real: str, offset: int, limit: int, stop: StopFlag) -> str:
     if is_binary(file.read(BINARY_SNIFF_BYTES)):
         raise ToolFailure(f"binary file, not shown: {path} ({size} bytes); read_file only shows text")
     file.seek(0)
@@ -180,7 +180,7 @@ class ReadFileTool(LocalTool):
         return ToolOutput(text=text)
 
 
-def _changes(real: str, before: bytes | None, after: bytes) -> list[FileChange] | None:
+def file_changes(real: str, before: bytes | None, after: bytes) -> list[FileChange] | None:
     change = change_between(real, before, after)
     return None if change is None else [change]
 
@@ -195,7 +195,7 @@ def _write(path: str, real: str, content: str) -> ToolOutput:
     with _open_regular(path, real, "wb") as file:
         file.write(data)
     verb = "Overwrote" if before is not None else "Created"
-    return ToolOutput(text=f"{verb} {real} ({len(data)} bytes)", file_changes=_changes(real, before, data))
+    return ToolOutput(text=f"{verb} {real} ({len(data)} bytes)", file_changes=file_changes(real, before, data))
 
 
 class WriteFileTool(LocalTool):
@@ -246,10 +246,8 @@ def _snippet(content: str, start: int, length: int) -> str:
     return "\n".join(_number(number, _clip(lines[number - 1])) for number in range(low, high + 1))
 
 
-def _edit(path: str, real: str, old: str, new: str, replace_all: bool) -> ToolOutput:
-    _existing_file(path, real)
-    with _open_regular(path, real, "rb") as file:
-        data = file.read()
+def apply_edit(path: str, real: str, data: bytes, old: str, new: str, replace_all: bool) -> tuple[bytes, str]:
+    """The file's bytes after the edit, and what the model reads of it (also for a remote file)."""
     if is_binary(data):
         raise ToolFailure(f"binary file, cannot edit: {path}")
     try:
@@ -275,12 +273,18 @@ def _edit(path: str, real: str, old: str, new: str, replace_all: bool) -> ToolOu
         )
     first = content.find(old)
     updated = content.replace(old, new) if replace_all else content.replace(old, new, 1)
-    after = updated.encode("utf-8")
+    done = f"Replaced {count} occurrences" if replace_all and count > 1 else "Replaced 1 occurrence"
+    return updated.encode("utf-8"), f"{done} in {real}.\n{_snippet(updated, first, len(new))}"
+
+
+def _edit(path: str, real: str, old: str, new: str, replace_all: bool) -> ToolOutput:
+    _existing_file(path, real)
+    with _open_regular(path, real, "rb") as file:
+        data = file.read()
+    after, text = apply_edit(path, real, data, old, new, replace_all)
     with _open_regular(path, real, "wb") as file:
         file.write(after)
-    done = f"Replaced {count} occurrences" if replace_all and count > 1 else "Replaced 1 occurrence"
-    text = f"{done} in {real}.\n{_snippet(updated, first, len(new))}"
-    return ToolOutput(text=text, file_changes=_changes(real, data, after))
+    return ToolOutput(text=text, file_changes=file_changes(real, data, after))
 
 
 class EditTool(LocalTool):

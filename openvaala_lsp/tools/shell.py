@@ -22,7 +22,7 @@ MAX_TIMEOUT_MS = 600_000
 SHELL = "/bin/sh"
 
 
-def _status_line(exit_code: int | None, timed_out: bool, timeout_ms: int) -> str:
+def status_line(exit_code: int | None, timed_out: bool, timeout_ms: int) -> str:
     if timed_out:
         return f"[timed out after {timeout_ms} ms; the command and every process it started were killed]"
     if exit_code is None:
@@ -144,7 +144,7 @@ class ShellTool(LocalTool):
             text += "\n"
         if not text:
             text = "(no output)\n"
-        text += _status_line(result.exit_code, result.timed_out, timeout_ms)
+        text += status_line(result.exit_code, result.timed_out, timeout_ms)
         if result.stopped_background:
             text += (
                 "\n[background processes still attached to the output were stopped; "

@@ -43,6 +43,8 @@ class ExecutorDetails:
     id: str
     kind: str
     description: str = ""
+    reachable: bool | None = None  # whether its host answered when listed (`local`: always)
+    error: str | None = None  # why it is not reachable
 
 
 @attrs.define(kw_only=True)
