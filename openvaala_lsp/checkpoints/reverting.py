@@ -20,11 +20,13 @@ from openvaala_lsp.model import FileChange, FileChangeKind, SkippedFile
 
 @attrs.frozen(kw_only=True)
 class Span:
-    """One turn's checkpoints (commits) before and after it."""
+    """One turn's checkpoints (commits) before and after it; `ended`: where it ended among the spans
+    (a sub-agent's turn starts after its parent's and ends before it)."""
 
     turn_id: str
     before: str
     after: str
+    ended: int = 0
 
 
 @attrs.define(kw_only=True)
@@ -44,14 +46,15 @@ def changed_paths(repo: ShadowRepo, old_tree: str, new_tree: str) -> list[str]:
 
 
 def plan(repo: ShadowRepo, spans: list[Span], now: Checkpoint) -> Plan:
-    """How to undo `spans` (in the order the turns ran) in the folder as it is `now`."""
+    """How to undo `spans` (in the order the turns started) in the folder as it is `now`."""
     checkpoints = {commit: repo.checkpoint(commit) for span in spans for commit in (span.before, span.after)}
     first: dict[str, Span] = {}
     last: dict[str, Span] = {}
     for span in spans:
         for path in changed_paths(repo, checkpoints[span.before].tree, checkpoints[span.after].tree):
             first.setdefault(path, span)
-            last[path] = span
+            if path not in last or span.ended >= last[path].ended:
+                last[path] = span
     trees: dict[str, dict[str, restore.Entry]] = {}
 
     def entries(tree: str) -> dict[str, restore.Entry]:

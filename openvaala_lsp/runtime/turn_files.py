@@ -138,11 +138,18 @@ class TurnFiles:
         self, conversation_id: str, later: list[Turn], target_id: str, force: bool, revert_id: str
     ) -> tuple[list[FileChange], set[str]]:
         plans = []
+        # the order the turns ended in: a sub-agent's turn ends before the turn that started it
+        ended = [turn.id for turn in sorted(later, key=lambda t: (t.ended_at or t.started_at, t.id))]
         for repo in self.state.checkpoints.repos_of(conversation_id):
             refs = repo.refs(conversation_id)
             undone = _undone(repo, refs)
             spans = [
-                reverting.Span(turn_id=turn.id, before=refs[(turn.id, "before")], after=refs[(turn.id, "after")])
+                reverting.Span(
+                    turn_id=turn.id,
+                    before=refs[(turn.id, "before")],
+                    after=refs[(turn.id, "after")],
+                    ended=ended.index(turn.id),
+                )
                 for turn in later
                 if turn.id not in undone
                 # a revert among the later turns undid some of them: it and they cancel out

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from fake_provider import ChatStream, FakeProviderServer
 from harness import Harness, ResponseError
-from turn_helpers import USAGE, Session
+from turn_helpers import USAGE, Session, definitions
 
 
 def shell_turn(provider: FakeProviderServer, command: str, answer: str) -> None:
@@ -244,3 +244,35 @@ async def test_no_revert_while_a_turn_runs(agent: Harness, provider: FakeProvide
     assert refused.value.kind == "invalidState" and "running" in refused.value.message
     await agent.call("interruptTurn", {"conversationId": session.id})
     await session.turn_completed(3)
+
+
+async def test_a_turn_with_a_sub_agents_changes_reverts_whole(
+    agent: Harness, provider: FakeProviderServer, workspace: Path
+) -> None:
+    """The sub-agent's turn starts after its parent's and ends before it: what the parent wrote
+    after it is what the revert expects to find, not a change of the user's."""
+    agents = [
+        {"name": "lead", "subAgents": ["helper"], "tools": ["shell"]},
+        {"name": "helper", "description": "helps", "tools": ["shell"]},
+    ]
+    await agent.call("setDefinitions", {**definitions(provider), "agents": agents})
+    (workspace / "notes.txt").write_text("orig\n")
+    delegate = json.dumps({"agent": "helper", "task": "add a line"})
+    provider.enqueue(
+        "openai-chat",
+        ChatStream().tool_call("c1", "subagent", [delegate]).finish(usage=USAGE).response(),
+        ChatStream().tool_call("c2", "shell", [json.dumps({"command": "echo sub >> notes.txt"})]).finish().response(),
+        ChatStream().text("added").finish(usage=USAGE).response(),
+        ChatStream().tool_call("c3", "shell", [json.dumps({"command": "echo lead >> notes.txt"})]).finish().response(),
+        ChatStream().text("all done").finish(usage=USAGE).response(),
+    )
+    conversation = await agent.call("createConversation", {"agentName": "lead"})
+    session = await Session.open(agent, conversation["id"])
+    await session.submit("get help")
+    turn = await session.turn_completed()
+    assert (workspace / "notes.txt").read_text() == "orig\nsub\nlead\n"
+    diff = await agent.call("getTurnDiff", {"conversationId": session.id, "turnId": turn["id"]})
+    assert [(f["additions"], f["deletions"]) for f in diff["files"]] == [(2, 0)]
+    reverted = await agent.call("revertTurn", {"conversationId": session.id, "turnId": turn["id"]})
+    assert len(reverted["revertedTurnIds"]) == 2  # the lead's turn and the helper's
+    assert (workspace / "notes.txt").read_text() == "orig\n"
