@@ -22,16 +22,18 @@ FILE_TEXT = "the file's own words"
 
 
 async def _turn_with_a_tool_call(
-    home: Path, workspace: Path, provider: FakeProviderServer, settings: TelemetrySettings
+    home: Path, workspace: Path, provider: FakeProviderServer, settings: TelemetrySettings, *, compact: bool = False
 ) -> float:
-    """Runs one turn (read_file, then an answer) with that telemetry and stops the runtime (which
-    sends what is left); the turn's seconds."""
+    """Runs one turn (read_file, with a preToolUse hook, then an answer) with that telemetry, then
+    (`compact`) a compactContext turn, and stops the runtime (which sends what is left); the first
+    turn's seconds."""
     (workspace / "a.txt").write_text(FILE_TEXT)
     harness = await Harness.start(
         home, [workspace], env={"FAKE_API_KEY": API_KEY}, telemetry=telemetry_for(settings, {})
     )
     try:
-        await harness.call("setDefinitions", definitions(provider))
+        hook = {"name": "allow", "event": "preToolUse", "matcher": "read_file", "command": "exit 0"}
+        await harness.call("setDefinitions", {**definitions(provider), "hooks": [hook]})
         provider.enqueue(
             "openai-chat",
             ChatStream().tool_call("c1", "read_file", ['{"path": "a.txt"}']).finish(usage=USAGE).response(),
@@ -43,6 +45,10 @@ async def _turn_with_a_tool_call(
         turn = await session.turn_completed()
         took = time.monotonic() - started
         assert turn["status"] == "completed"
+        if compact:
+            provider.enqueue("openai-chat", ChatStream().text("## Goal\nRead a.txt.").finish(usage=USAGE).response())
+            await harness.call("compactContext", {"conversationId": session.id})
+            assert (await session.turn_completed(2))["status"] == "completed"
     finally:
         await harness.stop()
     return took
@@ -73,8 +79,10 @@ async def test_a_turn_is_a_tree_of_spans_with_genai_attributes_and_metrics(
         assert turn["gen_ai.usage.input_tokens"] == 240 and turn["gen_ai.usage.output_tokens"] == 60
         children = sorted((s for s in spans if s.parent_span_id == root.span_id), key=lambda s: s.start_time_unix_nano)
         assert all(s.trace_id == root.trace_id for s in spans)
-        assert [s.name for s in children] == ["chat fake-model", "execute_tool read_file", "chat fake-model"]
-        first_call, tool, second_call = (attributes(s) for s in children)
+        names = [s.name for s in children]
+        assert names == ["chat fake-model", "hook preToolUse", "execute_tool read_file", "chat fake-model"]
+        first_call, hook, tool, second_call = (attributes(s) for s in children)
+        assert hook["openvaala.hook.event"] == "preToolUse"
         for call, reason in ((first_call, "tool_calls"), (second_call, "stop")):
             assert call["gen_ai.operation.name"] == "chat"
             assert call["gen_ai.provider.name"] == "fake" and call["gen_ai.request.model"] == "fake-model"
@@ -83,7 +91,7 @@ async def test_a_turn_is_a_tree_of_spans_with_genai_attributes_and_metrics(
         assert tool["gen_ai.operation.name"] == "execute_tool" and tool["gen_ai.tool.name"] == "read_file"
         assert tool["gen_ai.tool.call.id"] == "c1"
         # the model call's span holds the tool call's: the tool runs after the answer that asked for it
-        assert children[0].end_time_unix_nano <= children[1].start_time_unix_nano
+        assert children[0].end_time_unix_nano <= children[2].start_time_unix_nano
         # no content by default: not the prompt, not the file, not the answer
         every = [text for span in spans for text in _strings(span)]
         assert not [t for t in every if SECRET in t or FILE_TEXT in t or "It says so." in t]
@@ -130,3 +138,19 @@ async def test_a_collector_that_is_down_costs_the_turn_nothing(
     took = await _turn_with_a_tool_call(home, workspace, provider, settings)
     assert took < 5.0
     assert time.monotonic() - started < 15.0  # the stop gives up on the collector within seconds
+
+
+async def test_a_compaction_holds_its_hand_off_call(home: Path, workspace: Path, provider: FakeProviderServer) -> None:
+    with OtlpReceiver() as receiver:
+        settings = TelemetrySettings(enabled=True, endpoint=receiver.url, metrics=False)
+        await _turn_with_a_tool_call(home, workspace, provider, settings, compact=True)
+        spans = [span for _, span in receiver.spans()]
+    roots = sorted((s for s in spans if not s.parent_span_id), key=lambda s: s.start_time_unix_nano)
+    assert len(roots) == 2 and len({r.trace_id for r in roots}) == 2  # a trace per turn
+    compaction = next(s for s in spans if s.name == "compaction")
+    assert compaction.parent_span_id == roots[1].span_id
+    assert attributes(compaction)["openvaala.compaction.trigger"] == "manual"
+    (handoff,) = [s for s in spans if s.parent_span_id == compaction.span_id]
+    call = attributes(handoff)
+    assert handoff.name == "chat fake-model" and call["openvaala.model_call.purpose"] == "compaction"
+    assert call["gen_ai.usage.output_tokens"] == 30 and call["gen_ai.response.finish_reasons"] == ["stop"]
