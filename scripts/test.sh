@@ -3,9 +3,16 @@
 # drive real processes (the server, the runtime host, the CLI, Neovim, the embedded model), then the
 # VS Code extension's (type check, lint, schema drift, its tests against the real server and in
 # headless Chromium, the .vsix). Installs what it needs: Python packages into .venv, npm packages,
-# Debian's emacs-nox and elpa-eglot (for the eglot tests) and chromium when they are missing.
+# Debian's emacs-nox and elpa-eglot (for the eglot tests), openssh-server (the ssh executor's tests start
+# its sshd on a loopback port) and chromium when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ ! -x /usr/sbin/sshd ]; then
+  echo "installing Debian's openssh-server for the ssh executor tests"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openssh-server >/dev/null) ||
+    { echo "error: could not install openssh-server (apt-get install -y openssh-server)" >&2; exit 1; }
+fi
+export OPENVAALA_REQUIRE_SSHD=1  # the ssh executor's tests fail, not skip, without sshd
 bash scripts/check.sh
 if ! emacs --batch -q --eval "(require 'eglot)" >/dev/null 2>&1; then
   echo "installing Debian's emacs-nox and elpa-eglot for the eglot tests"
