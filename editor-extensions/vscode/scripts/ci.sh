@@ -43,7 +43,9 @@ node --import tsx --test --test-concurrency=2 --test-reporter=spec \
 
 step "package"
 rm -f ./*.vsix
-npx vsce package --no-dependencies --out "openvaala-$(node -p 'require("./package.json").version').vsix"
+node scripts/package-readme.mjs
+npx vsce package --no-dependencies --readme-path dist/README.package.md --no-rewrite-relative-links \
+  --out "openvaala-$(node -p 'require("./package.json").version').vsix"
 ls -l ./*.vsix
 
 step "done"

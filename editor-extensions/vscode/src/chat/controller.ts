@@ -387,7 +387,18 @@ export class ChatController implements Disposable {
         snapshot: entry.subscription.timeline.snapshot(),
       });
     }));
-    store.add(open.onSyncState(({ sessionId, state }) => this.post({ type: "sync", sessionId, state })));
+    let resyncing = false;
+    store.add(open.onSyncState(({ sessionId, state }) => {
+      this.post({ type: "sync", sessionId, state });
+      if (sessionId !== open.mainSession?.session.id) return;
+      // back after a restart: the turn the runtime lost ended `interrupted` (reason runtimeStopped)
+      // while nobody watched; its partial answer came back as saved; say how its turns ended
+      if (state.state === "resyncing") resyncing = true;
+      else if (state.state === "live" && resyncing) {
+        resyncing = false;
+        void this.loadTurns(open).catch(() => undefined);
+      }
+    }));
     store.add(open.onClosed((reason) => {
       this.post({ type: "notice", level: "warning", message: `The conversation closed: ${reason.message}` });
     }));
@@ -546,9 +557,11 @@ export class ChatController implements Disposable {
       let text = ref.text;
       let total: number | undefined;
       if (text === undefined) {
+        // a typed @-mention counts only for a file inside the folder
+        if (ref.optional && (ref.path.startsWith("/") || ref.path.split("/").includes(".."))) continue;
         const whole = await this.ui.readFile(this.folder, ref.uri ?? ref.path);
         if (whole === undefined) {
-          missing.push(ref.path);
+          if (!ref.optional) missing.push(ref.path);
           continue;
         }
         const lines = whole.split("\n");

@@ -1,14 +1,15 @@
-// The usage panel: tokens by day and model, charted from `openvaala/query` on usage_by_model_day.
+// The usage panel: tokens and cost by day and model, charted from `openvaala/query` on usage_daily.
 import * as vscode from "vscode";
 import type { OpenvaalaClient } from "../client/openvaalaClient";
 import { toProtocolError } from "../protocol/errors";
 import type { UsageHostMessage, UsageViewMessage } from "../shared/messages";
-import { USAGE_SQL, parseUsage, sinceDay } from "../usage/usageData";
+import { loadUsage } from "../usage/usageData";
 import { webviewHtml } from "./webviewHtml";
 
 export class UsagePanel {
   private static current: UsagePanel | undefined;
   private days = 30;
+  private requests = 0;
 
   private constructor(
     private readonly panel: vscode.WebviewPanel,
@@ -48,9 +49,10 @@ export class UsagePanel {
         this.post({ type: "usageError", message: "This openvaala server cannot answer queries (no openvaala/query)." });
         return;
       }
-      const since = sinceDay(this.days);
-      const result = await client.query(USAGE_SQL, [since]);
-      this.post({ type: "usage", rows: parseUsage(result), since, days: this.days, truncated: result.truncated });
+      const request = ++this.requests;
+      const usage = await loadUsage((sql, parameters) => client.query(sql, parameters), this.days);
+      if (request !== this.requests) return; // a later range was asked for meanwhile
+      this.post({ type: "usage", ...usage });
     } catch (error) {
       this.post({ type: "usageError", message: `Could not read the usage: ${toProtocolError(error).message}` });
     }

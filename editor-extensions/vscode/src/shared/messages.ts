@@ -56,6 +56,9 @@ export interface ContextRef {
   endLine?: number;
   text?: string;
   languageId?: string;
+  /** An @-mention typed, not picked from the completion: sent only if it names a readable file in
+   * the workspace folder (else it stays plain text, e.g. "@someone"). */
+  optional?: boolean;
 }
 
 /** A workspace file offered by the @-mention completion. */
@@ -171,7 +174,9 @@ export function modelKey(model: ModelRef): string {
 
 /** Messages of the usage panel. */
 export type UsageHostMessage =
-  | { type: "usage"; rows: UsageRow[]; since: string; days: number; truncated: boolean }
+  /** `span`: how many days of data there are (the first call to today); the picker offers no
+   * longer range under another name. */
+  | { type: "usage"; rows: UsageRow[]; since: string; days: number; span?: number; truncated: boolean }
   | { type: "usageError"; message: string };
 
 export type UsageViewMessage = { type: "ready" } | { type: "range"; days: number } | { type: "refresh" };

@@ -1,7 +1,7 @@
-// Token usage by day and model, from the runtime's `usage_by_model_day` view through
-// `openvaala/query` (DESCRIBE usage_by_model_day: day DATE, provider, model, calls, input_tokens,
-// cached_input_tokens, cache_write_tokens, output_tokens, reasoning_tokens, total_tokens,
-// estimated_calls, failed_calls, latency_ms).
+// Usage by day and model, from the runtime's `usage_daily` view through `openvaala/query` (per UTC
+// day, workspace, agent, provider and model: calls, tokens by kind, estimated and failed calls, and
+// `cost` with its `currency` where the calls had a price, `unpriced_calls` where they had none;
+// schemas/README.md, "Usage analytics"). Summed here over workspaces and agents.
 import type { QueryResult } from "../protocol/generated";
 
 export const USAGE_COLUMNS = [
@@ -18,9 +18,17 @@ export const USAGE_COLUMNS = [
   "failed_calls",
 ] as const;
 
-/** The days since `?` (an ISO date), oldest first. */
+/** The days since `?` (an ISO date), oldest first; `cost` only when every priced call of the group
+ * had one currency (else NULL, never a sum of two currencies). */
 export const USAGE_SQL =
-  `SELECT ${USAGE_COLUMNS.join(", ")} FROM usage_by_model_day WHERE day >= CAST(? AS DATE) ORDER BY day, provider, model`;
+  `SELECT day, provider, model, ${USAGE_COLUMNS.slice(3).map((c) => `sum(${c}) AS ${c}`).join(", ")}, ` +
+  "CASE WHEN count(DISTINCT currency) <= 1 THEN sum(cost) END AS cost, " +
+  "CASE WHEN count(DISTINCT currency) = 1 THEN any_value(currency) END AS currency, " +
+  "sum(unpriced_calls) AS unpriced_calls " +
+  "FROM usage_daily WHERE day >= CAST(? AS DATE) GROUP BY day, provider, model ORDER BY day, provider, model";
+
+/** The first day with any model call (NULL when none). */
+export const FIRST_DAY_SQL = "SELECT CAST(min(day) AS VARCHAR) AS first_day FROM usage_daily";
 
 export interface UsageRow {
   day: string;
@@ -34,6 +42,11 @@ export interface UsageRow {
   totalTokens: number;
   estimatedCalls: number;
   failedCalls: number;
+  /** What the priced calls cost (absent: none was priced, or their currencies differ). */
+  cost?: number;
+  currency?: string;
+  /** Calls without a price (not in `cost`). */
+  unpricedCalls?: number;
 }
 
 export type UsageMetric = "totalTokens" | "inputTokens" | "outputTokens" | "calls";
@@ -63,7 +76,62 @@ export function parseUsage(result: QueryResult): UsageRow[] {
     totalTokens: num(get(row, "total_tokens")),
     estimatedCalls: num(get(row, "estimated_calls")),
     failedCalls: num(get(row, "failed_calls")),
+    ...costOf(get(row, "cost"), get(row, "currency")),
+    ...(index.has("unpriced_calls") ? { unpricedCalls: num(get(row, "unpriced_calls")) } : {}),
   }));
+}
+
+function costOf(cost: unknown, currency: unknown): { cost?: number; currency?: string } {
+  if (cost === null || cost === undefined || cost === "") return {};
+  const value = num(cost);
+  return { cost: value, ...(typeof currency === "string" && currency ? { currency } : {}) };
+}
+
+/** "$1.23", "0.42 EUR", "<$0.01". */
+export function formatCost(cost: number, currency: string | undefined): string {
+  const small = cost > 0 && cost < 0.01;
+  const shown = small ? "0.01" : cost.toFixed(2);
+  if (currency === "USD" || currency === undefined) return `${small ? "<" : ""}$${shown}`;
+  return `${small ? "<" : ""}${shown} ${currency}`;
+}
+
+/** What rows cost together: the sum and its currency, or undefined when none was priced or the
+ * currencies differ (`mixed`). */
+export function totalCost(rows: readonly UsageRow[]): { cost: number; currency?: string } | { mixed: true } | undefined {
+  const priced = rows.filter((row) => row.cost !== undefined);
+  if (priced.length === 0) return undefined;
+  const currencies = new Set(priced.map((row) => row.currency ?? "USD"));
+  if (currencies.size > 1) return { mixed: true };
+  return { cost: priced.reduce((sum, row) => sum + (row.cost ?? 0), 0), currency: [...currencies][0] };
+}
+
+/** How many days of data there are, from the first day with a call to today (inclusive). */
+export function dataSpan(firstDay: string | undefined, now = new Date()): number | undefined {
+  if (!firstDay) return undefined;
+  const first = Date.parse(`${firstDay.slice(0, 10)}T00:00:00Z`);
+  if (Number.isNaN(first)) return undefined;
+  const today = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
+  return Math.max(1, Math.round((today - first) / 86_400_000) + 1);
+}
+
+export const RANGES: readonly number[] = [7, 30, 90, 365];
+
+/**
+ * The range picker's choices for `span` days of data: "Last N days" only where the data covers the
+ * N days, then "All N days" for the rest; never a range longer than the data under another name.
+ */
+export function rangeChoices(span: number | undefined): { days: number; label: string }[] {
+  if (span === undefined) return RANGES.map((days) => ({ days, label: `Last ${days} days` }));
+  const choices = RANGES.filter((days) => days <= span).map((days) => ({ days, label: `Last ${days} days` }));
+  if (!RANGES.includes(span) && span < 365) {
+    choices.push({ days: span, label: span === 1 ? "Today (all data)" : `All ${span} days of data` });
+  }
+  return choices;
+}
+
+/** The range shown: the one asked for, cut to the data there is. */
+export function rangeDays(requested: number, span: number | undefined): number {
+  return span === undefined ? requested : Math.min(requested, Math.max(span, 1));
 }
 
 /** The first day (UTC, ISO) of a range of `days` days ending today. */
@@ -101,4 +169,19 @@ export function seriesOf(rows: UsageRow[], metric: UsageMetric): UsageSeries[] {
     series.total += value;
   }
   return [...byKey.values()].sort((a, b) => b.total - a.total || a.key.localeCompare(b.key));
+}
+
+/** The panel's data for a range of `requested` days: the range cut to the data there is, its rows. */
+export async function loadUsage(
+  query: (sql: string, parameters: unknown[]) => Promise<QueryResult>,
+  requested: number,
+  now = new Date(),
+): Promise<{ rows: UsageRow[]; since: string; days: number; span?: number; truncated: boolean }> {
+  const first = await query(FIRST_DAY_SQL, []);
+  const firstDay = first.rows[0]?.[0];
+  const span = dataSpan(typeof firstDay === "string" ? firstDay : undefined, now);
+  const days = rangeDays(requested, span);
+  const since = sinceDay(days, now);
+  const result = await query(USAGE_SQL, [since]);
+  return { rows: parseUsage(result), since, days, ...(span !== undefined ? { span } : {}), truncated: result.truncated };
 }

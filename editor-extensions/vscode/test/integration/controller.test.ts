@@ -7,7 +7,7 @@ import { ChatController, readyStatus, type ClientProvider } from "../../src/chat
 import { Emitter } from "../../src/client/emitter";
 import type { OpenvaalaClient } from "../../src/client/openvaalaClient";
 import { describeAgentPolicy } from "../../src/shared/agents";
-import { USAGE_SQL, parseUsage, sinceDay } from "../../src/usage/usageData";
+import { USAGE_COLUMNS, loadUsage, sinceDay } from "../../src/usage/usageData";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ASKS_FOR_SHELL, LEAD_AND_HELPER, delegation, harness } from "../support/harness";
@@ -24,7 +24,7 @@ function provider(client: OpenvaalaClient): ClientProvider {
   };
 }
 
-describe("the chat controller against the real runtime", { timeout: 60_000 }, () => {
+describe("the chat controller against the real runtime", { timeout: 240_000 }, () => {
   it("lists, creates, streams a turn, renames, archives and deletes", async (t) => {
     const h = await harness(t);
     await h.model.enqueue([["text", "Hi ", "there."]]);
@@ -215,27 +215,47 @@ describe("the chat controller against the real runtime", { timeout: 60_000 }, ()
     const notice = ui.of("notice").at(-1);
     assert.match(notice?.message ?? "", /No model is configured/);
     assert.deepEqual(notice?.fix, { label: "Set up a model", command: "setup" });
+    await controller.handle({ type: "submit", content: [{ type: "text", text: "hello again" }], mode: "queue" });
+    assert.equal(ui.of("notice").filter((n) => /No model is configured/.test(n.message)).length, 1, "said once, not per send");
   });
 
-  it("reads tokens by day and model for the usage panel", async (t) => {
+  it("reads tokens and cost by day and model for the usage panel, the range cut to the data there is", async (t) => {
     const h = await harness(t);
-    await h.define([{ name: "default", titles: false }]); // no title call: one model call, ours
-    await h.model.enqueue([["text", "ok"], ["finish", { prompt_tokens: 120, completion_tokens: 30 }]]);
+    await h.runtime.client.rpc.request("openvaala/setDefinitions", {
+      models: [
+        {
+          ref: { provider: "fake", name: "fake-model" },
+          api: "openai-chat",
+          baseUrl: h.model.baseUrl,
+          apiKeyEnv: "FAKE_API_KEY",
+          contextWindow: 8000,
+          price: { currency: "USD", input: 2, output: 10 },
+        },
+      ],
+      agents: [{ name: "default", titles: false }], // no title call: one model call, ours
+    });
+    await h.model.enqueue([["text", "ok"], ["finish", { prompt_tokens: 120_000, completion_tokens: 30_000 }]]);
     const { open, screen } = await h.conversation();
     await open.submit([{ type: "text", text: "count me" }]);
     await screen.turnCompleted();
-    const described = await h.runtime.client.query("DESCRIBE usage_by_model_day");
+    const described = await h.runtime.client.query("DESCRIBE usage_daily");
     const columns = described.rows.map((row) => row[0]);
-    for (const column of ["day", "provider", "model", "calls", "input_tokens", "output_tokens", "total_tokens"]) {
-      assert.ok(columns.includes(column), `usage_by_model_day has ${column}`);
-    }
-    const rows = parseUsage(await h.runtime.client.query(USAGE_SQL, [sinceDay(30)]));
-    assert.equal(rows.length, 1);
-    assert.equal(rows[0]?.provider, "fake");
-    assert.equal(rows[0]?.model, "fake-model");
-    assert.equal(rows[0]?.day, new Date().toISOString().slice(0, 10));
-    assert.equal(rows[0]?.inputTokens, 120);
-    assert.equal(rows[0]?.outputTokens, 30);
-    assert.equal(rows[0]?.calls, 1);
+    for (const column of [...USAGE_COLUMNS, "cost", "currency", "unpriced_calls"]) assert.ok(columns.includes(column), `usage_daily has ${column}`);
+    const usage = await loadUsage((sql, parameters) => h.runtime.client.query(sql, parameters), 30);
+    assert.equal(usage.span, 1, "one day of data");
+    assert.equal(usage.days, 1, "the panel shows no 30 days over one day of data");
+    assert.equal(usage.since, sinceDay(1));
+    assert.equal(usage.rows.length, 1);
+    const [row] = usage.rows;
+    assert.equal(row?.provider, "fake");
+    assert.equal(row?.model, "fake-model");
+    assert.equal(row?.day, new Date().toISOString().slice(0, 10));
+    assert.equal(row?.inputTokens, 120_000);
+    assert.equal(row?.outputTokens, 30_000);
+    assert.equal(row?.calls, 1);
+    // 0.12M input at 2 and 0.03M output at 10 per million
+    assert.ok(Math.abs((row?.cost ?? 0) - 0.54) < 1e-9, `cost ${row?.cost}`);
+    assert.equal(row?.currency, "USD");
+    assert.equal(row?.unpricedCalls, 0);
   });
 });

@@ -29,7 +29,7 @@ function turnsOf(ui: FakeUi): Map<string, TurnInfo> {
   return turns;
 }
 
-describe("a turn's files, diffs, undo and redo against the real runtime", { timeout: 90_000 }, () => {
+describe("a turn's files, diffs, undo and redo against the real runtime", { timeout: 180_000 }, () => {
   it("lists what a turn changed, opens the diffs, undoes, refuses a conflict, reverts anyway and redoes", async (t) => {
     const h = await harness(t);
     requireAdvertised(h, "openvaala/getTurnDiff");
@@ -153,5 +153,40 @@ describe("a turn's files, diffs, undo and redo against the real runtime", { time
     assert.match(user, /what does @src\/app\.ts export\?/);
     assert.match(user, /<file path=\\"src\/app\.ts\\">\\nexport const a = 1;\\nexport const b = 2;\\n<\/file>/);
     assert.match(user, /<file path=\\"lib\/util\.py\\" lines=\\"3-4\\">\\ndef f\(\):\\n {4}return 1\\n<\/file>/);
+  });
+
+  it("shows a turn cut by a runtime restart with its partial answer and why", async (t) => {
+    const h = await harness(t);
+    // a second of quiet after the text: the runtime saves a streaming item a second after it grew
+    await h.model.enqueue([["text", "Half of the answer, "], ["pause", 60]]);
+    const ui = new FakeUi();
+    const controller = new ChatController(ui, provider(h.runtime.client, pathToFileURL(h.runtime.workspace).toString()));
+    t.after(() => controller.dispose());
+    await controller.handle({ type: "ready" });
+    await controller.handle({ type: "create" });
+    await controller.handle({ type: "submit", content: [{ type: "text", text: "a long question" }], mode: "queue" });
+    const streamed = await waitFor(() => {
+      for (const message of ui.of("ops")) {
+        for (const op of message.ops) if (op.op === "delta" && op.delta.includes("Half of the answer")) return op.itemId;
+      }
+      return undefined;
+    }, "the answer to stream");
+    await new Promise((resolve) => setTimeout(resolve, 1_600));
+    process.kill(h.runtime.hostPid(), "SIGKILL");
+
+    // after the restart: the same item, saved as the runtime kept it, `interrupted`; the turn says why
+    const saved = await waitFor(() => {
+      for (const message of ui.of("ops")) {
+        for (const op of message.ops) if (op.op === "saved" && op.item.id === streamed) return op.item;
+      }
+      return undefined;
+    }, "the partial answer saved", 30_000);
+    assert.equal(saved.status, "interrupted");
+    assert.equal(saved.content?.map((part) => part.text).join(""), "Half of the answer, ");
+    assert.ok(!ui.of("ops").some((m) => m.ops.some((op) => op.op === "removed" && op.itemId === streamed)), "the answer never left the screen");
+    const turnId = saved.turnId;
+    assert.ok(turnId);
+    const info = await waitFor(() => turnsOf(ui).get(turnId)?.reason === "runtimeStopped" && turnsOf(ui).get(turnId), "the turn's reason", 30_000);
+    assert.equal(info.status, "interrupted");
   });
 });

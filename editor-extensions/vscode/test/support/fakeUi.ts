@@ -1,6 +1,7 @@
 // The editor as the chat controller sees it (ChatUi), recorded: what it posted to the view, the
 // commands it ran, the diffs and files it opened; files read from the disk unless set.
 import { readFileSync } from "node:fs";
+import { isAbsolute, join } from "node:path";
 import type { ChatUi, ClientProvider, DiffView } from "../../src/chat/controller";
 import { readyStatus } from "../../src/chat/controller";
 import { Emitter } from "../../src/client/emitter";
@@ -46,10 +47,12 @@ export class FakeUi implements ChatUi {
     this.opened.push({ path, ...(line ? { line } : {}) });
     return Promise.resolve();
   }
+  /** Where relative paths are read from (the workspace folder). */
+  root: string | undefined;
   readFile(_folder: string | undefined, path: string): Promise<string | undefined> {
     if (this.files.has(path)) return Promise.resolve(this.files.get(path));
     try {
-      return Promise.resolve(readFileSync(path, "utf8"));
+      return Promise.resolve(readFileSync(this.root && !isAbsolute(path) ? join(this.root, path) : path, "utf8"));
     } catch {
       return Promise.resolve(undefined);
     }

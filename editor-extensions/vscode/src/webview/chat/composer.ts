@@ -206,9 +206,7 @@ export class Composer {
     const content: ContentInput[] = [];
     if (text) content.push({ type: "text", text });
     for (const image of this.images) content.push({ type: "image", mimeType: image.mimeType, data: image.data });
-    const mentioned: ContextRef[] = mentionsIn(text)
-      .filter((path) => this.picked.has(path))
-      .map((path) => ({ path }));
+    const mentioned: ContextRef[] = mentionsIn(text).map((path) => (this.picked.has(path) ? { path } : { path, optional: true }));
     const context = [...this.contexts, ...mentioned.filter((ref) => !this.contexts.some((known) => contextLabel(known) === ref.path))];
     this.events.submit(content, this.running ? mode : "queue", context);
     this.input.value = "";

@@ -327,8 +327,8 @@ export class ItemView {
         {},
         h("span", { class: `tool-icon tool-${presentation.kind}` }, icon(TOOL_ICONS[presentation.kind] ?? "tools")),
         h("span", { class: "tool-name" }, call.name),
-        presentation.path && (presentation.kind === "edit" || presentation.kind === "write" || presentation.kind === "read")
-          ? h("span", { class: "tool-summary file-link", "data-path": presentation.path, title: `Open ${presentation.path}` }, presentation.summary)
+        presentation.path && presentation.summary === presentation.path && (presentation.kind === "edit" || presentation.kind === "write" || presentation.kind === "read")
+          ? h("span", { class: "tool-summary" }, h("span", { class: "file-link", "data-path": presentation.path, title: `Open ${presentation.path}` }, presentation.summary))
           : h("span", { class: "tool-summary" }, presentation.summary),
         presentation.outsideSandbox ? h("span", { class: "badge outside-sandbox", title: "asks to run outside the sandbox" }, "unsandboxed") : null,
         h("span", { class: "status-slot" }, statusBadge(item.status)),

@@ -9,10 +9,15 @@ function baseName(path: string): string {
   return path.slice(path.lastIndexOf("/") + 1);
 }
 
+/** A path inside the workspace folder relative to it; any other as is. */
+function relative(path: string, root: string | undefined): string {
+  if (root && path.startsWith(`${root}/`)) return path.slice(root.length + 1);
+  return path;
+}
+
 function dirName(path: string, root: string | undefined): string {
-  const dir = path.slice(0, path.lastIndexOf("/"));
-  if (root && (dir === root || dir.startsWith(`${root}/`))) return dir.slice(root.length + 1);
-  return dir;
+  const shown = relative(path, root);
+  return shown.includes("/") ? shown.slice(0, shown.lastIndexOf("/")) : "";
 }
 
 const KIND_LABEL: Record<string, string> = { add: "A", update: "M", delete: "D", move: "R" };
@@ -57,6 +62,7 @@ export class TurnFooter {
     this.busy = false;
     this.conflict = { message, files, redo };
     this.render();
+    this.element.querySelector(".revert-conflict")?.scrollIntoView({ block: "nearest" });
   }
 
   done(): void {
@@ -152,7 +158,7 @@ export class TurnFooter {
           h("div", { class: "conflict-title" }, icon("warning"), conflict.redo ? " Redo refused" : " Undo refused"),
           h("div", { class: "conflict-message" }, conflict.message),
           conflict.files.length
-            ? h("ul", { class: "conflict-files" }, ...conflict.files.map((file) => h("li", {}, h("button", { class: "link-button", "data-path": file.path, onclick: () => this.post({ type: "openFile", path: file.path }) }, file.path))))
+            ? h("ul", { class: "conflict-files" }, ...conflict.files.map((file) => h("li", {}, h("button", { class: "link-button", "data-path": file.path, title: file.path, onclick: () => this.post({ type: "openFile", path: file.path }) }, relative(file.path, root)))))
             : null,
           h(
             "div",
