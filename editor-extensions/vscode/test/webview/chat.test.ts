@@ -545,6 +545,31 @@ describe("the chat webview in Chromium", { timeout: 60_000 }, () => {
     assert.equal(await p.locator("button.load-earlier").isVisible(), false);
     console.log(`# 500 deltas into a 400-item conversation: ${elapsed} ms (20 messages, each rendered)`);
   });
+
+  it("shows a banner once however often it comes again, its backticks as code", async () => {
+    await page.page.reload();
+    await page.page.waitForFunction(() => (globalThis as unknown as { __posted: unknown[] }).__posted.length > 0);
+    const p = page.page;
+    const noModel: HostMessage = {
+      type: "notice",
+      level: "error",
+      message: "No model is configured. Set one up with `openvaala setup` (it asks for the provider and checks it).",
+      fix: { label: "Set up a model", command: "setup" },
+    };
+    // a retry that fails the same way three times, then another error
+    await page.send(noModel, noModel, noModel, { type: "notice", level: "error", message: "the provider said *no*" });
+    assert.equal(await p.locator(".notice").count(), 2);
+    const first = p.locator(".notice").filter({ hasText: "No model is configured" });
+    assert.equal(await first.count(), 1);
+    assert.equal(await first.locator(".notice-text code").textContent(), "openvaala setup");
+    assert.doesNotMatch((await first.textContent()) ?? "", /`/);
+    assert.equal(await p.locator(".notice").last().locator("em").textContent(), "no");
+    // the same banner again moves to the end (it is the newest news), still once
+    await page.send(noModel);
+    assert.equal(await p.locator(".notice").count(), 2);
+    assert.match((await p.locator(".notice").last().textContent()) ?? "", /No model is configured/);
+    assert.deepEqual(page.errors, []);
+  });
 });
 
 function textOf(item: Item): string {
