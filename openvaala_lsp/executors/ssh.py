@@ -9,8 +9,9 @@ import stat
 import asyncssh
 
 from openvaala_lsp.executors.ssh_link import ExecutorUnavailable, SshLink
+from openvaala_lsp.executors.ssh_search import RemoteGlob, RemoteGrep
 from openvaala_lsp.executors.ssh_target import SshTarget
-from openvaala_lsp.executors.ssh_tools import remote_tools
+from openvaala_lsp.executors.ssh_tools import RemoteEdit, RemoteReadFile, RemoteShell, RemoteWriteFile
 from openvaala_lsp.model import WorkspaceFolder
 from openvaala_lsp.protocol.errors import WorkspaceDenied
 from openvaala_lsp.tools.base import Tool
@@ -30,7 +31,15 @@ class SshExecutor:
         self.link = SshLink(target)
 
     def tools(self) -> list[Tool]:
-        return remote_tools(self.link)
+        link = self.link  # in the order the local tools are offered
+        return [
+            RemoteShell(link),
+            RemoteReadFile(link),
+            RemoteWriteFile(link),
+            RemoteEdit(link),
+            RemoteGlob(link),
+            RemoteGrep(link),
+        ]
 
     def roots(self, folders: list[WorkspaceFolder]) -> list[WorkspaceFolder]:
         return [WorkspaceFolder(name=posixpath.basename(root) or root, path=root) for root in self.target.roots]

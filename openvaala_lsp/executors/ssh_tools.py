@@ -18,7 +18,7 @@ import asyncssh
 
 from openvaala_lsp.executors.ssh_link import ExecutorUnavailable, SshLink
 from openvaala_lsp.executors.ssh_process import probe_sandbox, run_remote, sandboxed
-from openvaala_lsp.tools.base import Tool, ToolContext, ToolOutput
+from openvaala_lsp.tools.base import ToolContext, ToolOutput
 from openvaala_lsp.tools.common import LocalTool, StopFlag, ToolFailure
 from openvaala_lsp.tools.files import EditTool, ReadFileTool, WriteFileTool, apply_edit, file_changes, numbered_lines
 from openvaala_lsp.tools.paths import PathOutsideWorkspace, ProtectedPath
@@ -188,8 +188,3 @@ class RemoteShell(RemoteFailures, ShellTool):
                 "redirect their output to keep them running]"
             )
         return ToolOutput(text=text, is_error=result.timed_out or result.exit_code is None)
-
-
-def remote_tools(link: SshLink) -> list[Tool]:
-    """The tools an ssh executor runs, in the order the local ones are offered."""
-    return [RemoteShell(link), RemoteReadFile(link), RemoteWriteFile(link), RemoteEdit(link)]

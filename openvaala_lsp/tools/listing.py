@@ -15,7 +15,7 @@ MAX_GLOB_RESULTS = 1000
 _MAGIC = re.compile(r"[*?\[\]{}\\]")
 
 
-def _literal_prefix(pattern: str) -> tuple[str, str]:
+def literal_prefix(pattern: str) -> tuple[str, str]:
     """Splits off leading segments without wildcards, so only that subdirectory is walked."""
     segments = pattern.split("/")
     literal: list[str] = []
@@ -30,7 +30,7 @@ def _glob(path: str, pattern: str, context: ToolContext, limit: int, stop: StopF
     if not os.path.isdir(base):
         raise ToolFailure(f"not a directory: {path}")
     root = containing_root(base, context) or base
-    prefix, _ = _literal_prefix(pattern)
+    prefix, _ = literal_prefix(pattern)
     start = os.path.join(base, prefix) if prefix else base
     # A symlink in the literal prefix could lead out of the workspace; base itself is a real path.
     if os.path.realpath(start) != os.path.normpath(start) or not os.path.isdir(start):

@@ -104,7 +104,7 @@ def python_search(query: GrepQuery, stop: StopFlag) -> GrepResult:
     return result
 
 
-def _format(result: GrepResult, mode: str, head_limit: int | None) -> str:
+def format_result(result: GrepResult, mode: str, head_limit: int | None) -> str:
     files = sorted(result.files, key=lambda file: file.path)
     if not files:
         return "No matches found"
@@ -210,5 +210,5 @@ class GrepTool(LocalTool):
             result = await ripgrep.search(executable, query)
         else:
             result = await run_in_thread(lambda stop: python_search(query, stop))
-        text = _format(result, query.mode, arguments.get("head_limit"))
+        text = format_result(result, query.mode, arguments.get("head_limit"))
         return ToolOutput(text=truncate_text(text, self.max_output))

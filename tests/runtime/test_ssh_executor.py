@@ -103,6 +103,46 @@ async def test_a_conversation_reads_edits_and_runs_on_the_host(
     assert not [e for e in session.events() if e["type"] == "turnDiffUpdated"]
 
 
+async def test_glob_and_grep_on_the_host(box: Harness, provider: FakeProviderServer, remote: Path) -> None:
+    (remote / ".gitignore").write_text("build/\n*.log\n")
+    (remote / "build").mkdir()
+    (remote / "build" / "out.py").write_text("needle = 1\n")
+    (remote / "sub" / "deep" / "a.py").write_text("x = 1\nneedle = 2\n")
+    (remote / "sub" / "b.py").write_text("Needle = 3\n")
+    (remote / "run.log").write_text("needle\n")
+    (remote / ".git").mkdir()
+    (remote / ".git" / "config.py").write_text("needle\n")
+    os.symlink(remote.parent / "outside.txt", remote / "sub" / "link.py")
+    tool_calls(
+        provider,
+        ("glob", {"pattern": "**/*.py"}),
+        ("glob", {"pattern": "*.py", "path": "sub"}),
+        ("grep", {"pattern": "needle", "output_mode": "content"}),
+        ("grep", {"pattern": "needle", "case_insensitive": True, "glob": "*.py"}),
+        ("grep", {"pattern": "needle", "output_mode": "count", "path": "sub"}),
+        ("glob", {"pattern": "*", "path": ".."}),
+    )
+    session = await remote_session(box)
+    await session.submit("find things")
+    await session.turn_completed()
+    every, one_level, content, insensitive, counted, outside = [text_of(r) for r in await results(session)]
+    assert sorted(every.split("\n")) == [str(remote / "sub/b.py"), str(remote / "sub/deep/a.py")]
+    assert one_level == str(remote / "sub/b.py")
+    # the host's grep does not read .gitignore (the result says so), but skips .git and links
+    assert content.startswith("Found 3 matching lines in 3 files\n")
+    assert f"{remote / 'sub/deep/a.py'}:2:needle = 2" in content and f"{remote / 'run.log'}:1:needle" in content
+    assert ".git/" not in content and "link.py" not in content and "b.py" not in content
+    assert content.endswith("[searched with the host's grep: extended regexes; .gitignore not read]")
+    assert insensitive.split("\n")[:4] == [
+        "Found 3 files",
+        str(remote / "build/out.py"),
+        str(remote / "sub/b.py"),
+        str(remote / "sub/deep/a.py"),
+    ]
+    assert counted.startswith(f"Found 1 matching lines in 1 files\n{remote / 'sub/deep/a.py'}:1")
+    assert outside == "path outside the workspace: .."
+
+
 async def test_the_hosts_bwrap_sandboxes_the_command(
     agent: Harness, provider: FakeProviderServer, sshd: Sshd, remote: Path
 ) -> None:
