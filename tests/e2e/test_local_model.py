@@ -13,7 +13,7 @@ import pytest
 from lsp_client import LspClient
 from processes import openvaala
 
-from openvaala_lsp.cli.main import DEMO_AGENT, DEMO_PROMPT
+from openvaala_lsp.cli.demo import AGENT as DEMO_AGENT, PROMPT as DEMO_PROMPT
 from openvaala_lsp.definitions import embedded_model
 from openvaala_lsp.protocol.converter import unstructure
 
