@@ -196,7 +196,13 @@ class SshLink:
         """Turns a connection that went away during `doing` into ConnectionDropped."""
         try:
             yield
-        except (asyncssh.ConnectionLost, asyncssh.DisconnectError, asyncssh.ChannelOpenError, BrokenPipeError) as e:
+        except asyncssh.ChannelOpenError as e:
+            if self._connection is not None and not self._connection.is_closed():  # refused, not gone
+                said = f"{self.target.label} refused a new session while {doing} ({e.reason}): too many at once?"
+                raise ExecutorUnavailable(self._say(said)) from None
+            self.lost(e)
+            raise ConnectionDropped(self.loss_text(doing, e)) from None
+        except (asyncssh.ConnectionLost, asyncssh.DisconnectError, BrokenPipeError) as e:
             self.lost(e)
             raise ConnectionDropped(self.loss_text(doing, e)) from None
 

@@ -279,3 +279,27 @@ async def test_an_ssh_definition_must_say_where_and_how(agent: Harness, provider
         await agent.call("setDefinitions", {**definitions(provider), "executors": [{"id": "x", "kind": "ssh"}]})
     assert refused.value.kind == "invalidParams"
     assert "host" in refused.value.message and "roots" in refused.value.message
+
+
+async def test_a_session_the_host_refuses_is_not_a_dropped_connection(
+    agent: Harness, provider: FakeProviderServer, remote: Path, tmp_path: Path
+) -> None:
+    require_sshd()
+    server = Sshd(tmp_path / "one-session")
+    server.config.write_text(server.config.read_text() + "MaxSessions 1\n")  # SFTP takes it
+    server.start()
+    try:
+        executors = [server.definition(EXECUTOR, [str(remote)])]
+        await agent.call("setDefinitions", {**definitions(provider), "executors": executors})
+        tool_calls(provider, ("shell", {"command": "echo no room"}), ("read_file", {"path": "notes.txt"}))
+        session = await remote_session(agent)
+        await session.submit("two calls")
+        await session.turn_completed()
+        refused, read = await results(session)
+        assert refused["toolResult"]["isError"]
+        assert text_of(refused).startswith(
+            f"executor {EXECUTOR}: {server.user}@127.0.0.1:{server.port} refused a new session while"
+        )
+        assert text_of(read) == "     1\tone\n     2\ttwo"  # on the same connection, which stayed
+    finally:
+        server.kill()
