@@ -27,6 +27,7 @@ LAYERS: list[set[str]] = [
     {"hooks", "mcp"},  # hooks run like tools; MCP servers as tool sources, and their public shapes
     {"protocol"},  # wire types (params, results, events, errors), the converter, the method table
     {"executors"},  # where tools run besides here: ssh hosts (the local executor is the runtime's)
+    {"telemetry"},  # spans and metrics of turns and their calls, when on; its [telemetry] settings
     {"config"},  # definitions from files, read with the converter's wire names
     {"runtime"},  # the runtime core: conversations, sessions, turns; no JSON-RPC
     {"server"},  # pygls translation
