@@ -10,7 +10,7 @@ import { textOf } from "../support/screen";
 const text = (value: string) => [{ type: "text" as const, text: value }];
 const shell = (callId: string, command: string) => [["tool_call", callId, "shell", [JSON.stringify({ command })]], ["finish"]];
 
-describe("approvals against the real runtime", { timeout: 60_000 }, () => {
+describe("approvals against the real runtime", { timeout: 180_000 }, () => {
   it("shows the prompt of a shell call that asks, allows it once, and says who allowed it", async (t) => {
     const h = await harness(t);
     requireAdvertised(h, "openvaala/answerApproval");

@@ -9,7 +9,7 @@ import { Screen, textOf } from "../support/screen";
 
 const text = (value: string) => [{ type: "text" as const, text: value }];
 
-describe("turns against the real runtime", { timeout: 60_000 }, () => {
+describe("turns against the real runtime", { timeout: 240_000 }, () => {
   it("creates a conversation whose main session is followed from the start", async (t) => {
     const h = await harness(t);
     const conversation = await h.runtime.client.createConversation();

@@ -5,7 +5,7 @@
 // the controller as the extension host would pass it. Screenshots go to test-artifacts/;
 // chat-turn-files.png is docs/chat.png, the README's picture.
 import assert from "node:assert/strict";
-import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { describe, it, type TestContext } from "node:test";
@@ -161,6 +161,13 @@ describe("a turn's files, the diff editor, undo and context in the chat webview 
     await until(async () => (await p.locator("button[data-action=redo]").count()) === 1, "Redo");
     assert.equal(await p.locator(".turn-files .badge.undone").textContent(), "undone");
     await page.screenshot("chat-undone");
+
+    // Redo: the turn's files are back, and so is Undo
+    await p.locator("button[data-action=redo]").click();
+    await pump();
+    await until(async () => (await p.locator("button[data-action=undo]:not([disabled])").count()) === 1, "Undo again");
+    assert.equal(await p.locator(".turn-files .badge.undone").count(), 0);
+    assert.match(readFileSync(join(h.runtime.workspace, "src", "greet.py"), "utf8"), /Hello, \{name\}!/);
   });
 
   it("completes @-mentions from the workspace's files", async (t) => {

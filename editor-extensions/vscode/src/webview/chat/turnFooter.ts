@@ -53,7 +53,11 @@ export class TurnFooter {
     if (info.undoneBy === "") delete merged.undoneBy;
     const undoChanged = merged.undoneBy !== this.info.undoneBy;
     this.info = merged;
-    if (undoChanged) this.conflict = undefined;
+    if (undoChanged) {
+      // the undo (or redo) went through: its answer may name the revert, not this turn
+      this.conflict = undefined;
+      this.busy = false;
+    }
     this.render();
   }
 
