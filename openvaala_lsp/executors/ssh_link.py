@@ -16,6 +16,7 @@ import posixpath
 from collections.abc import Iterator
 
 import asyncssh
+import attrs
 
 from openvaala_lsp.executors.ssh_target import SshTarget
 
@@ -34,6 +35,20 @@ class ConnectionDropped(ExecutorUnavailable):
 
 def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+@attrs.frozen
+class HostFacts:
+    """What the host has: a bwrap that starts (else why not), and the credential paths there."""
+
+    sandbox: bool
+    sandbox_problem: str
+    credential_dirs: tuple[str, ...]
+    credential_files: tuple[str, ...]
+
+    def credential_at(self, real: str) -> str | None:
+        """The credential path holding the real path `real`, if one does."""
+        return next((path for path in (*self.credential_dirs, *self.credential_files) if _inside(real, path)), None)
 
 
 class _Client(asyncssh.SSHClient):
@@ -85,7 +100,7 @@ class SshLink:
         self._roots: tuple[str, ...] = ()
         self._lock = asyncio.Lock()
         self._last_loss: str | None = None
-        self.remote_sandbox: tuple[bool, str] | None = None  # (usable, why not), probed per connection
+        self.facts: HostFacts | None = None  # probed once per connection (`ssh_host.py`)
 
     @property
     def connected(self) -> bool:
@@ -95,7 +110,7 @@ class SshLink:
         self._last_loss = str(exc) if exc else "closed"
         self._connection = None
         self._sftp = None
-        self.remote_sandbox = None
+        self.facts = None
 
     async def connection(self) -> asyncssh.SSHClientConnection:
         async with self._lock:

@@ -9,7 +9,7 @@ group, a grace period, SIGKILL; each signal is its own exec request on the same 
 
 In the sandbox, when the host has a `bwrap` that starts: the file system read-only but for the
 writable roots and a private /tmp, what governs the agent read-only, no network unless allowed, and
-PID, IPC and UTS namespaces of its own. It does not hide the remote user's credentials.
+PID, IPC and UTS namespaces of its own, and the host's credentials (`ssh_host.py`) shown empty.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import signal
 
 import asyncssh
 
-from openvaala_lsp.executors.ssh_link import ConnectionDropped, SshLink
+from openvaala_lsp.executors.ssh_link import ConnectionDropped, HostFacts, SshLink
 from openvaala_lsp.tools.base import SandboxPolicy
 from openvaala_lsp.tools.process import EXIT_GRACE, INTERRUPT_GRACE, KILL_WAIT, TERM_GRACE, ProcessResult
 from openvaala_lsp.tools.truncate import HeadTailBuffer
@@ -61,8 +61,9 @@ def remote_command(workdir: str, argv: list[str], environment: tuple[tuple[str, 
     return f"{exports(environment)}exec /bin/sh -c {shlex.quote(WRAPPER)} openvaala {quoted}"
 
 
-def sandboxed(argv: list[str], policy: SandboxPolicy, workdir: str) -> list[str]:
-    """`argv` inside bwrap as `policy` asks (the remote host's bwrap, from its PATH)."""
+def sandboxed(argv: list[str], policy: SandboxPolicy, workdir: str, facts: HostFacts) -> list[str]:
+    """`argv` inside bwrap as `policy` asks (the remote host's bwrap, from its PATH), the host's
+    credentials shown empty."""
     args = ["bwrap", *BWRAP_BASE]
     if not policy.network:
         args.append("--unshare-net")
@@ -73,24 +74,11 @@ def sandboxed(argv: list[str], policy: SandboxPolicy, workdir: str) -> list[str]
         args += ["--bind-try", path, path]
     for path in policy.read_only:
         args += ["--ro-bind-try", path, path]
+    for path in facts.credential_dirs:
+        args += ["--tmpfs", path, "--remount-ro", path]
+    for path in facts.credential_files:
+        args += ["--ro-bind", "/dev/null", path]
     return [*args, "--chdir", workdir, "--", *argv]
-
-
-async def probe_sandbox(link: SshLink) -> tuple[bool, str]:
-    """Whether the host's bwrap starts (probed once per connection), and why not."""
-    if link.remote_sandbox is not None:
-        return link.remote_sandbox
-    base = " ".join(shlex.quote(arg) for arg in BWRAP_BASE)
-    script = (
-        f"{exports(link.target.environment)}command -v bwrap >/dev/null 2>&1 || {{ echo 'no bwrap on its PATH'; "
-        f"exit 1; }}; out=$(bwrap {base} -- /bin/true 2>&1) || {{ printf 'bwrap cannot start: %s' \"$out\"; exit 1; }}"
-    )
-    connection = await link.connection()
-    with link.dropped("probing the sandbox"):
-        result = await connection.run(script, check=False, timeout=SIGNAL_TIMEOUT)
-    said = result.stdout if isinstance(result.stdout, str) else ""
-    link.remote_sandbox = (result.exit_status == 0, said.strip()[:300])
-    return link.remote_sandbox
 
 
 async def run_remote(

@@ -15,7 +15,8 @@ from typing import Any, cast
 
 import asyncssh
 
-from openvaala_lsp.executors.ssh_link import SshLink
+from openvaala_lsp.executors.ssh_host import host_facts
+from openvaala_lsp.executors.ssh_link import HostFacts, SshLink
 from openvaala_lsp.executors.ssh_process import run_remote
 from openvaala_lsp.executors.ssh_tools import RemoteFailures, resolve_remote
 from openvaala_lsp.tools.base import ToolContext, ToolOutput
@@ -54,7 +55,7 @@ async def _rules_for(sftp: asyncssh.SFTPClient, directory: str, root: str) -> Ig
 
 
 async def remote_files(
-    sftp: asyncssh.SFTPClient, start: str, root: str, context: ToolContext
+    sftp: asyncssh.SFTPClient, start: str, root: str, context: ToolContext, facts: HostFacts
 ) -> list[tuple[str, float]]:
     """(path, mtime) of the regular files under `start` a local walk would list."""
     found: list[tuple[str, float]] = []
@@ -77,7 +78,7 @@ async def remote_files(
             filename = str(name.filename)
             path = posixpath.join(directory, filename)
             mode = name.attrs.permissions or 0
-            if filename in (".", "..") or stat.S_ISLNK(mode) or context.protected.unreadable_at(path):
+            if filename in (".", "..") or stat.S_ISLNK(mode) or _protected(path, context, facts):
                 continue
             if stat.S_ISDIR(mode):
                 if filename not in SKIPPED_DIRECTORIES and not rules.ignored(path, True):
@@ -106,7 +107,8 @@ class RemoteGlob(RemoteFailures, GlobTool):
             # a link in the literal prefix could lead out of the roots
             if prefix and (str(await sftp.realpath(start)) != posixpath.normpath(start) or not await sftp.isdir(start)):
                 return ToolOutput(text=f"No files match {pattern} in {base}")
-            files = await remote_files(sftp, start, self.link.inside_roots(base) or base, context)
+            facts = await host_facts(self.link)
+            files = await remote_files(sftp, start, self.link.inside_roots(base) or base, context, facts)
         regex = compile_glob(pattern)
         matched = [(mtime, path) for path, mtime in files if regex.fullmatch(posixpath.relpath(path, base))]
         if not matched:
@@ -133,7 +135,11 @@ def grep_command(arguments: dict[str, Any], target: str) -> str:
     return f"{' '.join(shlex.quote(word) for word in argv)} | head -c {GREP_OUTPUT}"
 
 
-def parse_grep(output: bytes, mode: str, context: ToolContext, *, cut: bool) -> GrepResult:
+def _protected(path: str, context: ToolContext, facts: HostFacts) -> bool:
+    return context.protected.unreadable_at(path) is not None or facts.credential_at(path) is not None
+
+
+def parse_grep(output: bytes, mode: str, context: ToolContext, facts: HostFacts, *, cut: bool) -> GrepResult:
     """GNU grep's `-Z` records: `path\\0` (-l), `path\\0count` (-c), `path\\0line:text` (-n)."""
     result = GrepResult()
     by_path: dict[str, FileMatches] = {}
@@ -148,7 +154,7 @@ def parse_grep(output: bytes, mode: str, context: ToolContext, *, cut: bool) -> 
         else:
             path, _, rest = record.partition(b"\0")
         name = path.decode("utf-8", errors="replace")
-        if not name or context.protected.unreadable_at(name):
+        if not name or _protected(name, context, facts):
             continue
         found = by_path.get(name)
         if found is None:
@@ -188,7 +194,8 @@ class RemoteGrep(RemoteFailures, GrepTool):
             raise ToolFailure(f"grep failed on {self.link.target.host} (exit code {result.exit_code})")
         if result.exit_code not in (0, 1):
             raise ToolFailure(f"grep failed on {self.link.target.host}: {output[:500].decode(errors='replace')}")
-        found = parse_grep(output, arguments["output_mode"], context, cut=result.output.total_bytes >= GREP_OUTPUT)
+        cut = result.output.total_bytes >= GREP_OUTPUT
+        found = parse_grep(output, arguments["output_mode"], context, await host_facts(self.link), cut=cut)
         text = format_result(found, arguments["output_mode"], arguments.get("head_limit"))
         text += "\n[searched with the host's grep: extended regexes; .gitignore not read]"
         return ToolOutput(text=truncate_text(text, self.max_output))

@@ -16,8 +16,9 @@ from typing import Any, cast
 
 import asyncssh
 
+from openvaala_lsp.executors.ssh_host import host_facts
 from openvaala_lsp.executors.ssh_link import ExecutorUnavailable, SshLink
-from openvaala_lsp.executors.ssh_process import probe_sandbox, run_remote, sandboxed
+from openvaala_lsp.executors.ssh_process import run_remote, sandboxed
 from openvaala_lsp.tools.base import ToolContext, ToolOutput
 from openvaala_lsp.tools.common import LocalTool, StopFlag, ToolFailure
 from openvaala_lsp.tools.files import EditTool, ReadFileTool, WriteFileTool, apply_edit, file_changes, numbered_lines
@@ -65,7 +66,7 @@ async def resolve_remote(link: SshLink, path: str, context: ToolContext, *, writ
         real = await _real(sftp, candidate)
     if link.inside_roots(real) is None:
         raise PathOutsideWorkspace(path)
-    holder = context.protected.unreadable_at(real)
+    holder = context.protected.unreadable_at(real) or (await host_facts(link)).credential_at(real)
     if holder is not None:
         raise ProtectedPath(path, holder)
     if write and context.protected.governing_at(real) is not None and real != context.approved_write:
@@ -170,11 +171,12 @@ class RemoteShell(RemoteFailures, ShellTool):
         argv = [SHELL, "-c", arguments["command"]]
         note = ""
         if context.sandbox is not None:
-            usable, why = await probe_sandbox(self.link)
-            if usable:
-                argv = sandboxed(argv, context.sandbox, workdir)
+            facts = await host_facts(self.link)
+            if facts.sandbox:
+                argv = sandboxed(argv, context.sandbox, workdir, facts)
             else:
-                note = f"[ran without a sandbox: the host {self.link.target.host} cannot start one ({why})]\n"
+                said = facts.sandbox_problem
+                note = f"[ran without a sandbox: the host {self.link.target.host} cannot start one ({said})]\n"
         result = await run_remote(
             self.link, argv, workdir=workdir, time_limit=timeout_ms / 1000, read_limit=self.read_limit
         )

@@ -150,15 +150,25 @@ async def test_the_hosts_bwrap_sandboxes_the_command(
     if binary is None:
         pytest.skip("no bwrap here")
     path = f"{os.path.dirname(binary)}:/usr/bin:/bin"
-    executor = sshd.definition(EXECUTOR, [str(remote)], environment={"PATH": path})
+    home = remote / "home"  # the remote user's home, for its credentials
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_test").write_text("secret key\n")
+    (home / ".netrc").write_text("secret password\n")
+    executor = sshd.definition(EXECUTOR, [str(remote)], environment={"PATH": path, "HOME": str(home)})
     await agent.call("setDefinitions", {**definitions(provider), "executors": [executor]})
     elsewhere = Path("/var/tmp") / f"openvaala-ssh-test-{os.getpid()}-{remote.parent.name}"
     command = f"echo inside > ok.txt; echo out > ../outside.txt; echo out > {elsewhere}; cat ok.txt"
-    tool_calls(provider, ("shell", {"command": command}))
+    tool_calls(
+        provider,
+        ("shell", {"command": command}),
+        ("shell", {"command": "ls -A home/.ssh; cat home/.netrc"}),
+        ("read_file", {"path": "home/.ssh/id_test"}),
+        ("glob", {"pattern": "home/**/*"}),
+    )
     session = await remote_session(agent)
     await session.submit("try to leave")
     await session.turn_completed()
-    (shell,) = await results(session)
+    shell, credentials, read, listed = await results(session)
     elsewhere.unlink(missing_ok=True)
     if "cannot start one" in text_of(shell):
         pytest.skip(f"bwrap cannot start here: {text_of(shell)}")
@@ -166,6 +176,11 @@ async def test_the_hosts_bwrap_sandboxes_the_command(
     assert (remote / "ok.txt").read_text() == "inside\n"
     # /tmp is a private one: the workspace under it is seen, the rest of it not
     assert (remote.parent / "outside.txt").read_text() == "not yours\n"
+    # the host's credentials: empty in the sandbox, refused by the file tools, not listed
+    assert text_of(credentials) == "cat: home/.netrc: Permission denied\n[exit code 1]"  # .ssh: empty
+    assert "secret" not in text_of(credentials) and "id_test" not in text_of(credentials)
+    assert read["toolResult"]["isError"] and f"it lies in {home / '.ssh'}" in text_of(read)
+    assert text_of(listed).startswith("No files match")
 
 
 async def test_an_interrupt_kills_the_remote_process_group(
@@ -295,11 +310,12 @@ async def test_a_session_the_host_refuses_is_not_a_dropped_connection(
         session = await remote_session(agent)
         await session.submit("two calls")
         await session.turn_completed()
-        refused, read = await results(session)
-        assert refused["toolResult"]["isError"]
-        assert text_of(refused).startswith(
-            f"executor {EXECUTOR}: {server.user}@127.0.0.1:{server.port} refused a new session while"
-        )
-        assert text_of(read) == "     1\tone\n     2\ttwo"  # on the same connection, which stayed
+        for refused in await results(session):  # the read asks the host what it has, in a session too
+            assert refused["toolResult"]["isError"]
+            assert text_of(refused).startswith(
+                f"executor {EXECUTOR}: {server.user}@127.0.0.1:{server.port} refused a new session while"
+            )
+        (_, listed) = (await agent.call("listExecutors"))["executors"]
+        assert listed["reachable"] is True  # the connection stayed
     finally:
         server.kill()
