@@ -3,7 +3,7 @@
 // the diff editor opened from it, an undo refused for a conflict and done anyway), the @-mention
 // completion, and a partial answer after the runtime host was killed. Every view message goes to
 // the controller as the extension host would pass it. Screenshots go to test-artifacts/;
-// chat-turn-files.png is docs/chat.png, the README's picture.
+// chat-hero.png is docs/chat.png, the README's picture (OPENVAALA_UPDATE_DOCS=1 copies it there).
 import assert from "node:assert/strict";
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -131,7 +131,9 @@ describe("a turn's files, the diff editor, undo and context in the chat webview 
     await page.page.setViewportSize({ width: 520, height: 560 });
     await p.mouse.move(260, 420); // no hover actions in the picture
     await page.screenshot("chat-hero");
-    copyFileSync(join(EXTENSION_ROOT, "test-artifacts", "chat-hero.png"), join(EXTENSION_ROOT, "docs", "chat.png"));
+    // the README's picture is this one: OPENVAALA_UPDATE_DOCS=1 puts it in docs/ (else a test run
+    // would change a tracked file every time)
+    if (process.env.OPENVAALA_UPDATE_DOCS === "1") copyFileSync(join(EXTENSION_ROOT, "test-artifacts", "chat-hero.png"), join(EXTENSION_ROOT, "docs", "chat.png"));
     await page.page.setViewportSize({ width: 520, height: 860 });
 
     // a file opens VS Code's diff editor: the whole file before and after

@@ -189,6 +189,7 @@ export class SessionView {
     const fragment = document.createDocumentFragment();
     for (const logged of items) if (!this.views.has(logged.item.id)) fragment.append(this.createSaved(logged));
     this.list.prepend(fragment);
+    for (const turnId of this.footers.keys()) this.placeFooter(turnId); // turns whose items just came
     this.earlier.hidden = !hasEarlier;
     this.earlier.disabled = false;
   }
