@@ -50,6 +50,7 @@ from openvaala_lsp.runtime.streaming import TurnItems
 from openvaala_lsp.runtime.subscriptions import Subscription
 from openvaala_lsp.runtime.turns import ActiveTurn
 from openvaala_lsp.storage.interfaces import context_items
+from openvaala_lsp.telemetry.base import CALLING
 
 logger = logging.getLogger(__name__)
 
@@ -263,7 +264,8 @@ class SessionRunner:
             model=model.ref,
         )
         inputs = self.queue.claim() if claim else []
-        trace = self.host.telemetry.turn(turn, self.session.agent_name)
+        # a sub-agent's turn, started from its parent's tool call, is a span of that call
+        trace = self.host.telemetry.turn(turn, self.session.agent_name, within=CALLING.get())
         items = TurnItems(turn, self.host.storage, self.publish, self.audience, self.saved, self.remember)
         hooks = SessionHooks(
             self.host.hooks(definitions),

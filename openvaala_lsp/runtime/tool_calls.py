@@ -25,7 +25,7 @@ from openvaala_lsp.runtime.approvals import Answer, Approvals
 from openvaala_lsp.runtime.hosts import SessionHost
 from openvaala_lsp.runtime.session_hooks import SessionHooks
 from openvaala_lsp.runtime.streaming import TurnItems
-from openvaala_lsp.telemetry.base import NOTHING, Parent, ToolCallSpan
+from openvaala_lsp.telemetry.base import CALLING, NOTHING, Parent, ToolCallSpan
 from openvaala_lsp.tools import sandbox
 from openvaala_lsp.tools.base import Tool, ToolContext, ToolOutput
 from openvaala_lsp.tools.truncate import truncate_text
@@ -162,7 +162,11 @@ async def _run(
     committed meanwhile (the tool goes on) and its result item started (shown running) once the
     call is reported."""
     call = plan.call
-    running = None if plan.refusal is not None else spawn(tool_output(call, tools, plan.context))
+    calling = CALLING.set(span)  # the tool's task runs within its span (a sub-agent's turn nests there)
+    try:
+        running = None if plan.refusal is not None else spawn(tool_output(call, tools, plan.context))
+    finally:
+        CALLING.reset(calling)
     try:
         if running is not None:
             # the tool's first step (a command's start) runs before any commit is asked for: beside

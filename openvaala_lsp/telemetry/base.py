@@ -6,6 +6,7 @@ allocation per span. Implementations never raise into the runtime and never bloc
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -50,7 +51,8 @@ class TurnSpan(Parent, Protocol):
 
 
 class Telemetry(Protocol):
-    def turn(self, turn: Turn, agent: str) -> TurnSpan: ...
+    def turn(self, turn: Turn, agent: str, within: ToolCallSpan | None = None) -> TurnSpan:
+        """A turn's span; `within`: the tool call that started it (a sub-agent's task), else a trace."""
 
     def close(self) -> None:
         """Sends what is buffered and stops, within seconds; blocking: call it off the event loop."""
@@ -59,7 +61,7 @@ class Telemetry(Protocol):
 class Nothing:
     """Telemetry off: every span is this object, and nothing is recorded."""
 
-    def turn(self, turn: Turn, agent: str) -> Nothing:
+    def turn(self, turn: Turn, agent: str, within: ToolCallSpan | None = None) -> Nothing:
         return self
 
     def close(self) -> None:
@@ -85,3 +87,7 @@ class Nothing:
 
 
 NOTHING = Nothing()
+
+# the tool call whose task runs now (set around its start, so only that task sees it): a sub-agent's
+# turn started by it is its child, in the parent turn's trace
+CALLING: contextvars.ContextVar[ToolCallSpan | None] = contextvars.ContextVar("openvaala_tool_call", default=None)

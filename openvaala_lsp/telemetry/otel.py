@@ -34,7 +34,7 @@ from openvaala_lsp.definitions import ModelDefinition
 from openvaala_lsp.model import CompactionTrigger, Item, ModelCall, ToolCall, Turn, TurnStatus
 from openvaala_lsp.providers.base import ModelRequest
 from openvaala_lsp.telemetry import genai_content
-from openvaala_lsp.telemetry.base import NOTHING
+from openvaala_lsp.telemetry.base import NOTHING, ToolCallSpan
 from openvaala_lsp.telemetry.settings import TelemetrySettings
 
 logger = logging.getLogger(__name__)
@@ -109,7 +109,7 @@ class OtelTelemetry:
         self.instruments = Instruments(self._meter_provider)
 
     @_guarded(NOTHING)
-    def turn(self, turn: Turn, agent: str) -> _TurnSpan:
+    def turn(self, turn: Turn, agent: str, within: ToolCallSpan | None = None) -> _TurnSpan:
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": agent,
@@ -119,7 +119,9 @@ class OtelTelemetry:
         }
         if turn.model is not None:
             attributes |= {"gen_ai.provider.name": turn.model.provider, "gen_ai.request.model": turn.model.name}
-        span = self.tracer.start_span(f"invoke_agent {agent}", kind=SpanKind.INTERNAL, attributes=attributes)
+        parent = trace.set_span_in_context(within.span) if isinstance(within, _ToolCallSpan) else None
+        name = f"invoke_agent {agent}"
+        span = self.tracer.start_span(name, context=parent, kind=SpanKind.INTERNAL, attributes=attributes)
         self.instruments.active_turns.add(1)
         return _TurnSpan(self, span)
 
@@ -281,7 +283,7 @@ class _ModelCallSpan:
 class _ToolCallSpan:
     def __init__(self, telemetry: OtelTelemetry, span: trace.Span, name: str) -> None:
         self._telemetry = telemetry
-        self._span = span
+        self.span = span  # a sub-agent's turn started by the call is its child
         self._name = name
         self._started = time.monotonic()
         self._ended = False
@@ -291,7 +293,7 @@ class _ToolCallSpan:
         if self._ended:  # a call interrupted while its result is saved
             return
         self._ended = True
-        span = self._span
+        span = self.span
         if self._telemetry.capture_content:
             span.set_attribute("gen_ai.tool.call.result", text)
         attributes = {"gen_ai.tool.name": self._name}

@@ -4,6 +4,7 @@ file content unless the user opts in, the metrics; a collector that is down cost
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 from pathlib import Path
@@ -154,3 +155,41 @@ async def test_a_compaction_holds_its_hand_off_call(home: Path, workspace: Path,
     call = attributes(handoff)
     assert handoff.name == "chat fake-model" and call["openvaala.model_call.purpose"] == "compaction"
     assert call["gen_ai.usage.output_tokens"] == 30 and call["gen_ai.response.finish_reasons"] == ["stop"]
+
+
+async def test_a_sub_agents_turn_is_a_span_of_the_tool_call_that_started_it(
+    home: Path, workspace: Path, provider: FakeProviderServer
+) -> None:
+    agents = [
+        {"name": "lead", "subAgents": ["researcher"], "tools": ["read_file"]},
+        {"name": "researcher", "description": "finds facts", "tools": []},
+    ]
+    task = json.dumps({"agent": "researcher", "task": "look it up"})
+    with OtlpReceiver() as receiver:
+        settings = TelemetrySettings(enabled=True, endpoint=receiver.url, metrics=False)
+        harness = await Harness.start(
+            home, [workspace], env={"FAKE_API_KEY": API_KEY}, telemetry=telemetry_for(settings, {})
+        )
+        try:
+            await harness.call("setDefinitions", {**definitions(provider), "agents": agents})
+            provider.enqueue(
+                "openai-chat",
+                ChatStream().tool_call("c1", "subagent", [task]).finish(usage=USAGE).response(),
+                ChatStream().text("42.").finish(usage=USAGE).response(),
+                ChatStream().text("It is 42.").finish(usage=USAGE).response(),
+            )
+            conversation = await harness.call("createConversation", {"agentName": "lead"})
+            session = await Session.open(harness, conversation["id"])
+            await session.submit("find the answer")
+            assert (await session.turn_completed())["status"] == "completed"
+        finally:
+            await harness.stop()
+        spans = [s for _, s in receiver.spans()]
+    named = {s.name: s for s in spans if not s.name.startswith("chat")}
+    lead, tool = named["invoke_agent lead"], named["execute_tool subagent"]
+    researcher = named["invoke_agent researcher"]
+    assert not lead.parent_span_id and tool.parent_span_id == lead.span_id
+    assert researcher.parent_span_id == tool.span_id and researcher.trace_id == lead.trace_id
+    (answer,) = [s for s in spans if s.parent_span_id == researcher.span_id]
+    assert answer.name == "chat fake-model"
+    assert [s.name for s in spans if s.parent_span_id == lead.span_id].count("chat fake-model") == 2
