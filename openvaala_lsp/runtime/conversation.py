@@ -132,6 +132,7 @@ class OpenConversation:
             warm=self._host.sandboxes,
             protected=protected_paths(roots, sandbox.deny_read or ()),
             buffers=self._host.open_buffer,
+            remote=executor.remote,
         )
 
     def tool_environment(self, definitions: Definitions, sandbox: Sandbox | None = None) -> dict[str, str]:

@@ -37,6 +37,8 @@ QUICK_TOOL_SECONDS = 0.05  # a tool that ends within this shows its call saved w
 # the longest an interrupted turn waits for its tool to end: one still ending after that (a process
 # slow to die) goes on ending as a runtime task, which `Runtime.stop` waits for
 STOP_SECONDS = 1.0
+# a remote executor's sandbox is the host's, not this machine's: whether it starts is said in the result
+REMOTE_SANDBOX = sandbox.SandboxState(usable=True, binary=None, reason="the host's bwrap, when it starts there")
 
 Spawn = Callable[[Coroutine[Any, Any, ToolOutput]], "asyncio.Task[ToolOutput]"]
 
@@ -113,7 +115,7 @@ async def _permit(
     plan: PlannedCall, item: Item, items: TurnItems, arguments: dict[str, Any], gate: CallGate, before: HookOutcome
 ) -> None:
     hook = permissions.HookPermission(before.permission, before.ask_reason) if before.permission else None
-    state = sandbox.known()
+    state = REMOTE_SANDBOX if plan.context.remote else sandbox.known()
     if state is None:
         state = await asyncio.to_thread(sandbox.state)  # probed once per process, off the event loop
     remembered = gate.host.always_allowed()

@@ -70,6 +70,8 @@ class ToolContext:
     approved_write: str | None = None  # a real path
     # the text of a file (a real path) an editor holds open, which may differ from the disk's
     buffers: Callable[[str], OpenBuffer | None] = no_buffers
+    # the tools run on another machine (an ssh executor), which says itself whether its sandbox starts
+    remote: bool = False
 
 
 @attrs.define(kw_only=True)

@@ -19,6 +19,7 @@ from harness import Harness, ResponseError
 from sshd import Sshd, require_sshd
 from turn_helpers import USAGE, Session, definitions, text_of
 
+from openvaala_lsp.tools import sandbox
 from openvaala_lsp.tools.sandbox import _binary as bwrap_binary
 
 EXECUTOR = "box"
@@ -319,3 +320,17 @@ async def test_a_session_the_host_refuses_is_not_a_dropped_connection(
         assert listed["reachable"] is True  # the connection stayed
     finally:
         server.kill()
+
+
+async def test_a_remote_command_does_not_hang_on_whether_a_sandbox_starts_here(
+    box: Harness, provider: FakeProviderServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No sandbox here (a runtime on a machine without bwrap) asks before a local command runs; a
+    remote one runs in the host's sandbox, or says it ran without."""
+    monkeypatch.setattr(sandbox, "known", lambda: sandbox.SandboxState(usable=False, binary=None, reason="none here"))
+    tool_calls(provider, ("shell", {"command": "echo ran"}))
+    session = await remote_session(box)
+    await session.submit("run")
+    await session.turn_completed()
+    (ran,) = await results(session)
+    assert not ran["toolResult"]["isError"] and text_of(ran).endswith("ran\n[exit code 0]")
