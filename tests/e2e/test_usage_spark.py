@@ -2,13 +2,14 @@
 into their own folders of one shared "bucket"; PySpark (local mode, a real JVM) reads them all
 together and gets, per UTC day and per model, the totals of each user's `openvaala usage` summed.
 Two histories are generated (bench/usage_data.py), one is made by the runtime itself (real turns
-against the scripted model). The queries are README's ("The team's usage on Spark and Trino")."""
+against the scripted model). README's PySpark lines ("The team's usage on Spark and Trino") read the bucket."""
 
 from __future__ import annotations
 
 import json
 import math
 import os
+import re
 import shutil
 from collections import defaultdict
 from collections.abc import Iterator
@@ -36,6 +37,14 @@ SELECT provider, model, count(*) AS calls, sum(input_tokens) AS input_tokens,
   sum(cached_input_tokens) AS cached_input_tokens, sum(output_tokens) AS output_tokens,
   sum(reasoning_tokens) AS reasoning_tokens, sum(total_tokens) AS total_tokens, sum(cost) AS cost
 FROM model_calls GROUP BY provider, model"""
+
+
+def readme_spark_lines() -> str:
+    """The PySpark lines of README's "The team's usage on Spark and Trino"."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.DOTALL)
+    (lines,) = [block for block in blocks if "recursiveFileLookup" in block]
+    return str(lines)
 
 
 @pytest.fixture(scope="module")
@@ -114,10 +123,9 @@ async def test_spark_over_a_bucket_of_exports_gets_the_usage_totals(
             _add(per_model, (row["provider"], row["model"]), row)
     assert ("fake", "fake-model") in per_model and ("openai", "gpt-5") in per_model
 
-    # what a team lead runs: every user's export in the bucket, read as one table
-    spark.read.option("recursiveFileLookup", "true").parquet(f"{bucket}/*/model_calls").createOrReplaceTempView(
-        "model_calls"
-    )
+    # what a team lead runs, README's lines: every user's export in the bucket, read as one table
+    # (the view `model_calls`), then the spend per person and model of the last 30 days shown
+    exec(readme_spark_lines().replace("s3a://team-bucket/openvaala", str(bucket)), {"spark": spark})
     users = {row["user"] for row in spark.sql("SELECT DISTINCT user FROM model_calls").collect()}
     assert users == {"alice", "bob", "carol"}
     spark_day = {str(row["day"]): row.asDict() for row in spark.sql(SPARK_PER_DAY).collect()}
