@@ -19,7 +19,6 @@ from openvaala_lsp.protocol.converter import ParamsError, structure, unstructure
 from openvaala_lsp.protocol.errors import InvalidParams, NotFound
 from openvaala_lsp.runtime import catalog
 from openvaala_lsp.runtime.client import Client
-from openvaala_lsp.runtime.folders import resolve_directory
 from openvaala_lsp.runtime.model_clients import effective_selection
 from openvaala_lsp.runtime.skills import agent_skills
 from openvaala_lsp.runtime.state import RuntimeOptions, RuntimeState
@@ -81,9 +80,12 @@ class Configuration:
             conversation = await state.conversation(params.conversation_id)
             agent_name = agent_name or conversation.agent_name
             definitions = await state.definitions_of(client, conversation.id)
-        if params.executor_settings is not None and params.executor_settings.directory:
-            resolve_directory(params.executor_settings.directory, await client.workspace_folders())
         definitions = definitions or await state.definitions(client)
+        settings = params.executor_settings
+        if settings is not None and settings.directory:  # checked where that executor runs
+            executor_id = catalog.check_executor(definitions, settings.executor_id, "$.executorSettings.executorId")
+            executor = state.executors.get(definitions, executor_id)
+            await executor.resolve_directory(settings.directory, await client.workspace_folders())
         agent = catalog.find_agent(definitions, agent_name) if agent_name else None
         skills = agent_skills(definitions, agent)
         return api.GetSkillsResult(

@@ -288,6 +288,11 @@ async def test_the_workspace_methods_speak_of_the_remote_roots(box: Harness, rem
         "createConversation", {"executorSettings": {"executorId": EXECUTOR, "directory": "sub"}}
     )
     assert conversation["executorSettings"] == {"executorId": EXECUTOR, "directory": str(remote / "sub")}
+    remote_settings = {"executorId": EXECUTOR, "directory": "sub"}
+    assert "skills" in await box.call("getSkills", {"executorSettings": remote_settings})
+    with pytest.raises(ResponseError) as denied:
+        await box.call("getSkills", {"executorSettings": {**remote_settings, "directory": "missing"}})
+    assert denied.value.kind == "workspaceDenied"
 
 
 async def test_an_ssh_definition_must_say_where_and_how(agent: Harness, provider: FakeProviderServer) -> None:
