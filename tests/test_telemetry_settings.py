@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from openvaala_lsp.config import load_definitions
+from openvaala_lsp.setup import doctor
 from openvaala_lsp.telemetry.base import NOTHING
 from openvaala_lsp.telemetry.settings import TelemetrySettings, read_settings, settings_from
 from openvaala_lsp.telemetry.start import telemetry_for
@@ -68,3 +71,15 @@ def test_off_is_the_no_op_and_loads_nothing_of_opentelemetry(tmp_path: Path) -> 
     )
     ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert (ran.returncode, ran.stdout.strip()) == (0, "[]"), ran.stderr
+
+
+def test_doctor_says_whether_and_where(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENVAALA_HOME", str(tmp_path))
+    assert doctor.telemetry_status({}).startswith("off (set [telemetry] in the user config")
+    collector = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}
+    line = "on: traces and metrics over OTLP/HTTP to http://collector:4318, without prompts and tool content"
+    assert doctor.telemetry_status(collector) == line
+    (tmp_path / "config.toml").write_text(TABLE)
+    assert doctor.telemetry_status({"OTEL_METRICS_EXPORTER": "none"}) == (
+        "on: traces over OTLP/HTTP to http://collector:4318, with prompts and tool content"
+    )

@@ -22,6 +22,7 @@ from openvaala_lsp.protocol.errors import NoModelConfigured
 from openvaala_lsp.providers.factory import DEFAULT_BASE_URLS
 from openvaala_lsp.setup.check import CheckResult, check_model, local_model_missing
 from openvaala_lsp.setup.configfile import ConfigFile, project_config_path, read_config, user_config_path
+from openvaala_lsp.telemetry.settings import describe, read_settings
 from openvaala_lsp.tools import sandbox
 
 NO_MODEL = NoModelConfigured.default_message  # the runtime's words, so users meet one message
@@ -89,6 +90,7 @@ def doctor(say: Callable[[str], None], environ: Mapping[str, str], *, offline: b
         say(f"runtime host: {host}")
     say(f"sandbox: {sandbox_status()}")
     say(f"checkpoints: {checkpoints_status()}")
+    say(f"telemetry: {telemetry_status(environ)}")
     say("everything configured works" if healthy and database_ok else "problems found (see above)")
     return 0 if healthy and database_ok else 1
 
@@ -100,6 +102,11 @@ def sandbox_status() -> str:
     if state.usable:
         return f"{state.reason}: shell commands write only the workspace and have no network unless allowed"
     return f"WARNING: cannot start ({state.reason}); each shell command asks before it runs unsandboxed"
+
+
+def telemetry_status(environ: Mapping[str, str]) -> str:
+    """Whether a runtime host started in this environment would export telemetry, and where."""
+    return describe(read_settings(user_config_path(), environ), environ)
 
 
 def checkpoints_status() -> str:

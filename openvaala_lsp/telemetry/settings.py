@@ -14,6 +14,7 @@ Only the user's file may hold it: a project's file must not decide where the use
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import tomllib
 from collections.abc import Mapping
@@ -106,3 +107,17 @@ def read_settings(config_file: Path, environ: Mapping[str, str]) -> TelemetrySet
         )
         table = {}
     return settings_from(table, environ)
+
+
+def describe(settings: TelemetrySettings, environ: Mapping[str, str]) -> str:
+    """One line for `openvaala doctor`: off, or what goes where."""
+    if not settings.enabled or not (settings.traces or settings.metrics):
+        return "off (set [telemetry] in the user config, or OTEL_EXPORTER_OTLP_ENDPOINT, to export)"
+    if importlib.util.find_spec("opentelemetry.sdk") is None:
+        return "WARNING: on, but OpenTelemetry is not installed (the telemetry extra): nothing is exported"
+    signals = " and ".join(name for name, on in (("traces", settings.traces), ("metrics", settings.metrics)) if on)
+    where = settings.endpoint or next(
+        (environ[name] for name in ENDPOINT_VARIABLES if environ.get(name, "").strip()), "http://localhost:4318"
+    )
+    content = "with" if settings.capture_content else "without"
+    return f"on: {signals} over OTLP/HTTP to {where}, {content} prompts and tool content"
