@@ -191,11 +191,18 @@ def test_counts_read_one_call_one_file() -> None:
     assert demo.turn_summary(turn) == "turn completed: 1 input token and 1 output token"
 
 
-def test_export_help_speaks_the_users_words() -> None:
-    text = user_cli.build_parser()._subcommands()["export"].format_help()
-    assert "Parquet" in text and "--redact" in text and "cron" in text
-    for internal in ("storage/", ".py", "openvaala/", "exportUsage", "watermark", "snapshot", "`"):
+INTERNAL = ("storage/", ".py", "openvaala/query", "exportUsage", "watermark", "snapshot", "model_calls_v", "`")
+
+
+@pytest.mark.parametrize("command", [None, "usage", "export"])
+def test_help_speaks_the_users_words(command: str | None) -> None:
+    parser = user_cli.build_parser()
+    text = (parser._subcommands()[command] if command else parser).format_help()
+    for internal in INTERNAL:
         assert internal not in text, internal
+    if command == "export":
+        assert "Parquet" in text and "--redact" in text and "cron" in text
+        assert "\n\nNo prompts, answers" in text  # its paragraphs kept
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

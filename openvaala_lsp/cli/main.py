@@ -28,21 +28,25 @@ from openvaala_lsp.config import trust
 from openvaala_lsp.protocol import api
 from openvaala_lsp.setup import commands as setup_commands
 
+RAW = argparse.RawDescriptionHelpFormatter  # descriptions keep their paragraphs
 DEBUG_ENV = "OPENVAALA_DEBUG"
+DESCRIPTION = """\
+openvaala's command line: set up a model and check it, try openvaala, and read what your agents did
+and cost. Alone, it walks you through setting up a model in a terminal (or shows what is set up)."""
 COMMANDS = {
     "setup": "set up a model provider (interactive, or flags with --yes)",
     "doctor": "check what is configured and whether it works",
     "demo": "drive openvaala-lsp like an editor does",
     "sql": "query the history database",
     "usage": "token usage and cost reports: by day, model, project, conversation or agent",
-    "export": "write the usage views as Parquet (incremental), to pool with other people's",
+    "export": "write what your agents cost and did as Parquet files, to pool with your team's",
     "trust": "let a project's .openvaala/config.toml run hooks and MCP servers and use API keys",
 }
 
 
 def build_parser() -> CliParser:
     """The whole command line; its mistakes end in one line and exit code 2 (`cli/args.py`)."""
-    parser = CliParser(prog="openvaala", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = CliParser(prog="openvaala", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"openvaala {__version__}")
     commands = parser.add_subparsers(dest="command")
     setup_parser = commands.add_parser(
@@ -65,9 +69,13 @@ def build_parser() -> CliParser:
     sql_parser.add_argument("--format", choices=sql_cli.FORMATS, default="table", help="table (default), csv or json")
     sql_parser.add_argument("--schema", action="store_true", help="list the tables and views, and what columns mean")
     sql_parser.add_argument("--timeout", type=sql_cli.query_timeout, metavar="SECONDS", help=sql_cli.TIMEOUT_HELP)
-    usage_parser = commands.add_parser("usage", help=COMMANDS["usage"], description=usage_cli.__doc__)
+    usage_parser = commands.add_parser(
+        "usage", help=COMMANDS["usage"], description=usage_cli.DESCRIPTION, formatter_class=RAW
+    )
     usage_cli.add_arguments(usage_parser)
-    export_parser = commands.add_parser("export", help=COMMANDS["export"], description=export_cli.DESCRIPTION)
+    export_parser = commands.add_parser(
+        "export", help=COMMANDS["export"], description=export_cli.DESCRIPTION, formatter_class=RAW
+    )
     export_cli.add_arguments(export_parser)
     trust_parser = commands.add_parser("trust", help=COMMANDS["trust"])
     trust_parser.add_argument("directory", nargs="?", type=existing_directory, help="the project folder (default: cwd)")

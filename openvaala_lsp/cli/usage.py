@@ -22,6 +22,13 @@ from openvaala_lsp.cli.args import BadArgument, plural, whole_number
 from openvaala_lsp.protocol import api
 from openvaala_lsp.storage.reports import REPORTS, Filters, Report, report_sql
 
+DESCRIPTION = """\
+Where the tokens and the money went, and how many lines of files the agents changed meanwhile: per
+UTC day (the default), model, project (workspace folder), conversation or agent. A table with a bar
+per row, or CSV or JSON for scripts; --plot draws a chart too (PNG or SVG).
+
+Costs come from the prices you give your models; a call without one counts as unpriced, never as a
+guess. Reading the history never holds up a turn that is running."""
 METRICS = ("tokens", "cost", "calls")
 BAR_WIDTH = 24
 EIGHTHS = " ▏▎▍▌▋▊▉█"
