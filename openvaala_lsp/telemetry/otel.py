@@ -20,6 +20,7 @@ from importlib import metadata
 from typing import Any, ParamSpec, TypeVar
 
 from opentelemetry import trace
+from opentelemetry.context import Context
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.metrics import MeterProvider
@@ -119,7 +120,8 @@ class OtelTelemetry:
         }
         if turn.model is not None:
             attributes |= {"gen_ai.provider.name": turn.model.provider, "gen_ai.request.model": turn.model.name}
-        parent = trace.set_span_in_context(within.span) if isinstance(within, _ToolCallSpan) else None
+        # a root unless a tool call started it: never whatever span a library made current
+        parent = trace.set_span_in_context(within.span) if isinstance(within, _ToolCallSpan) else Context()
         name = f"invoke_agent {agent}"
         span = self.tracer.start_span(name, context=parent, kind=SpanKind.INTERNAL, attributes=attributes)
         self.instruments.active_turns.add(1)
