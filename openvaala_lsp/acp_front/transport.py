@@ -15,6 +15,8 @@ from openvaala_lsp.protocol.codes import CODES, KINDS
 from openvaala_lsp.wire import framing
 
 MAX_IN_FLIGHT = 256  # as on the LSP-framed wire: one more is answered `overloaded`
+MAX_MESSAGE = 1000  # an error message's characters, as on the LSP-framed wire
+MAX_PROBLEMS = 20
 
 
 def _error(msg_id: Any, kind: str, message: str) -> dict[str, Any]:
@@ -29,7 +31,13 @@ def _with_kind(error: Any) -> dict[str, Any]:
     data = error.get("data")
     data = dict(data) if isinstance(data, dict) else ({} if data is None else {"details": data})
     data.setdefault("kind", KINDS.get(code, "internal") if isinstance(code, int) else "internal")
-    # pydantic's validation errors may hold exceptions in `ctx`: made text, never a failed send
+    if isinstance(problems := data.get("errors"), list):
+        # pydantic's validation errors: where and what, never the value sent (it may be huge) nor
+        # `ctx` (it may hold exceptions) nor its documentation links
+        data["errors"] = [
+            {k: v for k, v in p.items() if k in ("type", "loc", "msg")} if isinstance(p, dict) else str(p)
+            for p in problems[:MAX_PROBLEMS]
+        ]
     data = json.loads(json.dumps(data, default=str))
     return {
         "code": code if isinstance(code, int) else CODES["internal"],
@@ -59,7 +67,9 @@ class NdjsonWire:
         await self._write(message)
 
     async def _write(self, message: dict[str, Any]) -> None:
-        data = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode() + b"\n"
+        text = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        # a lone surrogate the editor sent, echoed back, is no UTF-8: replaced, never a lost answer
+        data = text.encode("utf-8", "replace") + b"\n"
         async with self._lock:
             if self._closed:
                 raise ConnectionError("the editor's connection is closed")
