@@ -12,6 +12,7 @@
   analytic views), through the runtime host, started when none runs.
 - `openvaala usage [day|model|project|conversation|agent]`: token and cost reports, with bars or a plot.
 - `openvaala export --parquet DIR`: the analytic views as Parquet, only what is new since the last time.
+- `openvaala acp [--standalone]`: `openvaala-lsp --acp`, for editors configured with one command name.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ COMMANDS = {
     "usage": "token usage and cost reports: by day, model, project, conversation or agent",
     "export": "write what your agents cost and did as Parquet files, to pool with your team's",
     "trust": "let a project's .openvaala/config.toml run hooks and MCP servers and use API keys",
+    "acp": "serve an ACP editor (Zed, JetBrains, CodeCompanion) on stdin/stdout: openvaala-lsp --acp",
 }
 
 
@@ -79,6 +81,8 @@ def build_parser() -> CliParser:
     export_cli.add_arguments(export_parser)
     trust_parser = commands.add_parser("trust", help=COMMANDS["trust"])
     trust_parser.add_argument("directory", nargs="?", type=existing_directory, help="the project folder (default: cwd)")
+    acp_parser = commands.add_parser("acp", help=COMMANDS["acp"])
+    acp_parser.add_argument("--standalone", action="store_true", help="the runtime in this process, not the host")
     return parser
 
 
@@ -120,6 +124,10 @@ def _run(parser: CliParser, args: argparse.Namespace) -> int:
             fail(f"{parser.prog} usage", str(exc))
     if args.command == "export":
         return export_cli.main(args)
+    if args.command == "acp":
+        from openvaala_lsp.cli import lsp
+
+        return lsp.main(["--acp", *(["--standalone"] if args.standalone else [])])
     if (args.query is None) == (not args.schema):
         fail(f"{parser.prog} sql", "give one statement, or --schema")
     return sql_cli.main(args.query, args.limit, args.format, args.schema, args.timeout)
