@@ -83,3 +83,11 @@ def test_doctor_says_whether_and_where(tmp_path: Path, monkeypatch: pytest.Monke
     assert doctor.telemetry_status({"OTEL_METRICS_EXPORTER": "none"}) == (
         "on: traces over OTLP/HTTP to http://collector:4318, with prompts and tool content"
     )
+
+
+def test_a_grpc_protocol_is_named_as_not_followed(caplog: pytest.LogCaptureFixture) -> None:
+    settings = TelemetrySettings(enabled=True, endpoint="http://127.0.0.1:9", traces=False)
+    telemetry = telemetry_for(settings, {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"})
+    assert telemetry is not NOTHING
+    telemetry.close()
+    assert "OTEL_EXPORTER_OTLP_PROTOCOL=grpc: openvaala sends OTLP/HTTP (http/protobuf) only" in caplog.text

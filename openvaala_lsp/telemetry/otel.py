@@ -95,6 +95,9 @@ class OtelTelemetry:
     def __init__(self, settings: TelemetrySettings, environ: Mapping[str, str] | None = None) -> None:
         environ = os.environ if environ is None else environ
         self.capture_content = settings.capture_content
+        for name in ("OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"):
+            if environ.get(name, "http/protobuf").strip() != "http/protobuf":
+                logger.warning("telemetry: %s=%s: openvaala sends OTLP/HTTP (http/protobuf) only", name, environ[name])
         resource = Resource.create(_resource_attributes(settings, environ))
         headers = _headers(settings, environ)
         self._tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)  # `close` does
