@@ -33,6 +33,7 @@ LAYERS: list[set[str]] = [
     {"server"},  # pygls translation
     {"host", "setup"},  # the runtime host process; setting up models
     {"front"},  # the stdlib-only front, which starts a host when none runs
+    {"acp_front"},  # ACP editors: an LSP client of the host (reached as the front does) or of a runtime in-process
     {"cli"},  # the command lines: openvaala-lsp (the front or the runtime in-process), openvaala
     {"__main__"},
 ]
