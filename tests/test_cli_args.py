@@ -54,6 +54,9 @@ MISTAKES = [
     (["doctor", "now", "please"], "unexpected arguments: now please"),
     (["sqll"], "unknown command 'sqll'"),
     (["--verbose", "usage"], "unknown option --verbose"),
+    (["trust", "~nosuchuser0/x"], "no such user's home: ~nosuchuser0"),  # found by the fuzzing below
+    (["usage", "--project", "~nosuchuser0"], "--project: no such user's home: ~nosuchuser0"),
+    (["export", "--parquet", "~nosuchuser0/pool"], "--parquet: no such user's home: ~nosuchuser0"),
     (["trust", "/no/such\n\x1b[2Jdir"], "no such directory: /no/such\\n\\x1b[2Jdir"),  # escaped: still one line
 ]
 

@@ -143,9 +143,17 @@ def _plain(message: str) -> str:
     return message
 
 
+def user_path(text: str) -> Path:
+    """An argparse `type`: a path with `~` or `~user` expanded (a user that does not exist is a mistake)."""
+    try:
+        return Path(text).expanduser()
+    except RuntimeError:  # pathlib's word for "no such user"
+        raise argparse.ArgumentTypeError(f"no such user's home: {text.split('/', 1)[0]}") from None
+
+
 def existing_directory(text: str) -> Path:
     """An argparse `type`: a directory that exists, made absolute."""
-    path = Path(text).expanduser()
+    path = user_path(text)
     if not path.is_dir():
         raise argparse.ArgumentTypeError(f"not a directory: {text}" if path.exists() else f"no such directory: {text}")
     return path.resolve()

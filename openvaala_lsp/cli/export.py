@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from openvaala_lsp.cli import sql as sql_cli
-from openvaala_lsp.cli.args import plural
+from openvaala_lsp.cli.args import plural, user_path
 from openvaala_lsp.front.connect import HostLink
 from openvaala_lsp.wire.client import ResponseError
 
@@ -48,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _folder(text: str) -> Path:
-    path = Path(text).expanduser()
+    path = user_path(text)
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"not a folder: {text}")
     return path.resolve()

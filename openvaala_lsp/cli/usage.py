@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from openvaala_lsp.cli import sql as sql_cli
-from openvaala_lsp.cli.args import BadArgument, plural, whole_number
+from openvaala_lsp.cli.args import BadArgument, plural, user_path, whole_number
 from openvaala_lsp.protocol import api
 from openvaala_lsp.storage.reports import REPORTS, Filters, Report, report_sql
 
@@ -64,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--since", type=_since, help="from this UTC day or time on: 2025-03-01, 2025-03-01T12:00Z, 7d, 12h, 2w"
     )
     parser.add_argument("--until", type=_until, help="up to this UTC day (inclusive) or before this time")
-    parser.add_argument("--project", help="only calls in this workspace folder (or below it)")
+    parser.add_argument("--project", type=user_path, help="only calls in this workspace folder (or below it)")
     parser.add_argument("--format", choices=sql_cli.FORMATS, default="table", help="table (default), csv or json")
     parser.add_argument(
         "--limit",
@@ -123,7 +123,7 @@ def filters_from(args: argparse.Namespace) -> Filters:
     since, until = args.since, args.until
     if since is not None and until is not None and until <= since:
         raise BadArgument("--until is not after --since")
-    project = str(Path(args.project).expanduser().resolve()) if args.project else None
+    project = str(args.project.resolve()) if args.project else None
     return Filters(since=since, until=until, project=project)
 
 
