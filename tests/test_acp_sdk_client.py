@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 from acp import PROTOCOL_VERSION, RequestError, connect_to_agent, text_block
 from acp.client.connection import ClientSideConnection
-from acp.schema import ClientCapabilities, Implementation
+from acp.schema import ClientCapabilities, Implementation, McpServerStdio
 from acp_helpers import RecordingClient, write_config
 from fake_provider import ChatStream, FakeProviderServer
 from turn_helpers import API_KEY
@@ -181,3 +182,29 @@ async def test_errors_have_kinds(editor: Editor, workspace: Path) -> None:
     with pytest.raises(RequestError) as relative:
         await conn.new_session(cwd="relative/dir", mcp_servers=[])
     assert relative.value.data["kind"] == "invalidParams"
+
+
+async def test_the_editors_mcp_servers_give_the_agent_their_tools(
+    editor: Editor, workspace: Path, provider: FakeProviderServer
+) -> None:
+    conn, client = editor.conn, editor.client
+    init = await conn.initialize(protocol_version=PROTOCOL_VERSION)
+    assert init.agent_capabilities.mcp_capabilities.http is True
+    echo = McpServerStdio(
+        name="editor-echo",
+        command=sys.executable,
+        args=[str(Path(__file__).parent / "mcp_servers" / "echo_server.py")],
+        env=[],
+    )
+    sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[echo])).session_id
+    provider.enqueue(
+        "openai-chat",
+        ChatStream().tool_call("c1", "mcp__editor-echo__echo", ['{"text": "from the editor"}']).finish().response(),
+        ChatStream().text("echoed").finish().response(),
+    )
+    answer = await conn.prompt(session_id=sid, prompt=[text_block("echo something")])
+    assert answer.stop_reason == "end_turn"
+    offered = {t["function"]["name"] for t in provider.requests_for("openai-chat")[0].json["tools"]}
+    assert "mcp__editor-echo__echo" in offered
+    [done] = [u for u in client.of("tool_call_update", sid) if u.get("status") == "completed"]
+    assert done["rawOutput"] == "from the editor"

@@ -43,6 +43,7 @@ from openvaala_lsp import __version__
 from openvaala_lsp.acp_front import updates
 from openvaala_lsp.acp_front.content import Block, invalid_params, prompt_response, runtime_content
 from openvaala_lsp.acp_front.host_link import HostClient, connect_host, start_standalone
+from openvaala_lsp.acp_front.mcp_servers import EditorMcpServers
 from openvaala_lsp.acp_front.sessions import AcpSession
 from openvaala_lsp.protocol.codes import CODES
 from openvaala_lsp.wire.client import ResponseError, ServerBroke
@@ -98,6 +99,7 @@ class OpenvaalaAgent:
         self.client_name = "ACP editor"
         self.capabilities = ClientCapabilities()
         self.folders: list[str] = []
+        self.client_id = f"acp-{os.getpid()}-{id(self):x}"  # names this connection's client tools
         self._connecting = asyncio.Lock()
         self._events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self._pump: asyncio.Task[None] | None = None
@@ -125,7 +127,8 @@ class OpenvaalaAgent:
         open_link = start_standalone if self.standalone else connect_host
         host = await open_link(self._events.put_nowait)
         host.on_lost = self._lost
-        options = {"clientName": self.client_name, "approvals": True, "eventBatchMs": 5}
+        host.handlers["openvaala/callClientTool"] = self._call_client_tool
+        options = {"clientName": self.client_name, "clientId": self.client_id, "approvals": True, "eventBatchMs": 5}
         folders = [{"uri": Path(f).as_uri(), "name": os.path.basename(f) or f} for f in self.folders]
         await host.initialize({"workspaceFolders": folders or None, "initializationOptions": {"openvaala": options}})
         if self._pump is None:
@@ -134,6 +137,8 @@ class OpenvaalaAgent:
             for session in list(self.sessions.values()):
                 await host.request("openvaala/openConversation", {"conversationId": session.conversation_id})
                 await self._subscribe(host, session)
+                if session.mcp_tools:
+                    await host.request("openvaala/setClientMcpServers", self._tools_of(session))
         return host
 
     async def _request(self, method: str, params: Any = None) -> Any:
@@ -261,6 +266,32 @@ class OpenvaalaAgent:
         except (RequestError, ServerBroke, ConnectionError) as exc:
             logger.warning("approval %s not answered: %s", item_id, exc)
 
+    # The editor's MCP servers
+
+    def _tools_of(self, session: AcpSession) -> dict[str, Any]:
+        return {"conversationId": session.conversation_id, "clientId": self.client_id, "servers": session.mcp_tools}
+
+    async def _start_mcp(self, session: AcpSession, servers: list[Any] | None, cwd: str) -> None:
+        if not servers:
+            return
+        session.mcp = EditorMcpServers(servers, cwd)
+        session.mcp_tools = await session.mcp.start()
+        if session.mcp_tools:
+            await self._request("setClientMcpServers", self._tools_of(session))
+
+    async def _call_client_tool(self, params: Any) -> dict[str, Any]:
+        """The runtime runs a tool of one of the editor's MCP servers; never raises (an exception here
+        would break the link to the host)."""
+        params = params if isinstance(params, dict) else {}
+        session = next((s for s in self.sessions.values() if s.conversation_id == params.get("conversationId")), None)
+        if session is None or session.mcp is None:
+            return {"content": [{"type": "text", "text": "no such MCP server in this editor"}], "isError": True}
+        try:
+            return await session.mcp.call(str(params.get("server")), str(params.get("tool")), params.get("arguments"))
+        except Exception as exc:
+            logger.exception("an MCP tool of the editor failed")
+            return {"content": [{"type": "text", "text": f"the tool failed: {exc}"}], "isError": True}
+
     def _spawn(self, work: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(work)
         self._tasks.add(task)
@@ -285,7 +316,7 @@ class OpenvaalaAgent:
             agent_capabilities=AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(image=True, audio=False, embedded_context=True),
-                mcp_capabilities=McpCapabilities(http=False, sse=False),
+                mcp_capabilities=McpCapabilities(http=True, sse=False),
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
             ),
             agent_info=Implementation(name="openvaala", title="openvaala", version=__version__),
@@ -313,6 +344,7 @@ class OpenvaalaAgent:
         conversation = await self._request("createConversation", {"executorSettings": {"directory": cwd}})
         session = await self._open(conversation, cwd)
         await self._subscribe(await self._host(), session)
+        await self._start_mcp(session, mcp_servers, cwd)
         self._spawn(self._send(session, helpers.update_available_commands(_commands())))
         return NewSessionResponse(
             session_id=session.id, modes=await self._modes(session), config_options=await self._options(session)
@@ -345,6 +377,8 @@ class OpenvaalaAgent:
         if old is not None:
             self.by_subscription.pop(old.subscription_id, None)
             await self._unsubscribe(old)
+            if old.mcp is not None:
+                await old.mcp.close()
         conversation = await self._request("openConversation", {"conversationId": session_id})
         session = await self._open(conversation, cwd)
         session.held = []  # events wait until the history is told
@@ -353,6 +387,7 @@ class OpenvaalaAgent:
             await self._replay(session, int(subscribed.get("lastSavedOrdinal") or 0))
         finally:
             await self._release(session)
+        await self._start_mcp(session, mcp_servers, cwd)
         self._spawn(self._send(session, helpers.update_available_commands(_commands())))
         return LoadSessionResponse(modes=await self._modes(session), config_options=await self._options(session))
 
@@ -481,6 +516,9 @@ class OpenvaalaAgent:
         )
         moved = await self._open(created, session.cwd, acp_id=session.id)
         await self._subscribe(await self._host(), moved)
+        moved.mcp, moved.mcp_tools = session.mcp, session.mcp_tools
+        if moved.mcp_tools:
+            await self._request("setClientMcpServers", self._tools_of(moved))
         await self._request("deleteConversation", {"conversationId": old})
         self._spawn(self._send(moved, CurrentModeUpdate(session_update="current_mode_update", current_mode_id=mode_id)))
         return SetSessionModeResponse()
@@ -575,6 +613,9 @@ class OpenvaalaAgent:
     async def close(self) -> None:
         for task in list(self._tasks):
             task.cancel()
+        for session in self.sessions.values():
+            if session.mcp is not None:
+                await session.mcp.close()
         if self._pump is not None:
             self._pump.cancel()
         host = self.host

@@ -9,6 +9,7 @@ from typing import Any
 
 import attrs
 
+from openvaala_lsp.acp_front.mcp_servers import EditorMcpServers
 from openvaala_lsp.acp_front.updates import Translator
 
 RECENT = 64  # inputs taken and turns ended, kept for a prompt whose answer came after its events
@@ -29,6 +30,8 @@ class AcpSession:
     taken: OrderedDict[str, str] = attrs.Factory(OrderedDict)  # input item id -> turn id that took it
     ended: OrderedDict[str, dict[str, Any]] = attrs.Factory(OrderedDict)  # turn id -> the ended turn
     asked: set[str] = attrs.Factory(set)  # approvals asked of the editor
+    mcp: EditorMcpServers | None = None  # the editor's MCP servers for this session
+    mcp_tools: list[dict[str, Any]] = attrs.Factory(list)  # their tools as setClientMcpServers takes them
 
     def wait_input(self, item_id: str) -> asyncio.Future[dict[str, Any]]:
         """The end of the turn that takes this input (it may have been taken, even ended, already)."""
