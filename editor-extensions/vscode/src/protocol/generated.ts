@@ -373,10 +373,24 @@ export interface Definitions {
   models?: ModelDefinitionInput[];
   skills?: Skill[];
 }
+/**
+ * Where tools run: `local` (this machine) or `ssh` (a host reached with asyncssh, whose fields below are read only for that kind; `executors/ssh_target.py` checks them).
+ */
 export interface ExecutorDefinition {
+  acceptUnknownHostKey?: boolean;
+  agent?: boolean;
   description?: string | null;
+  environment?: {
+    [k: string]: string | undefined;
+  } | null;
+  host?: string | null;
   id: string;
+  keyFile?: string | null;
   kind?: string;
+  knownHosts?: string | null;
+  port?: number;
+  roots?: string[] | null;
+  user?: string | null;
 }
 export interface HookDefinition {
   command: string;
@@ -455,8 +469,10 @@ export interface ErrorInfo {
 }
 export interface ExecutorDetails {
   description: string;
+  error?: string;
   id: string;
   kind: string;
+  reachable?: boolean;
 }
 /**
  * Writes the analytic views' rows that are new since the last export to `directory` as Parquet, partitioned by day; `machine` and `user` (default: the runtime's host name and user) label every row; `redact` leaves out error messages too (no export holds prompts, answers or tool output).
