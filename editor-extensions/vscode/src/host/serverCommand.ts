@@ -86,8 +86,8 @@ export function resolveServerCommand(options: ResolveOptions): Resolution {
     searched,
     message:
       "openvaala-lsp was not found (looked in the project's .venv and on PATH). Install openvaala " +
-      "(`pip install openvaala`, or `bash scripts/setup.sh` in an openvaala checkout) or set " +
-      "`openvaala.serverCommand` to its path.",
+      "from a checkout (a wheel built from it, as its README's Install says, or `bash scripts/setup.sh` " +
+      "in the checkout) or set `openvaala.serverCommand` to its path.",
   };
 }
 
