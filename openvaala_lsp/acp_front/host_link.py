@@ -11,14 +11,14 @@ import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from openvaala_lsp.wire.client import LspClient
+from openvaala_lsp.wire.client import LspClient, ResponseError
 
 Notified = Callable[[dict[str, Any]], None]
 
 
 class HostClient(LspClient):
-    """The package's LSP client, handing each notification to `on_notification` as it comes instead of
-    keeping them all (this client lives as long as the editor)."""
+    """The package's LSP client, handing each notification to `on_notification` as it comes and keeping
+    no message (this client lives as long as the editor)."""
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, on_notification: Notified) -> None:
         super().__init__(reader, writer)
@@ -37,10 +37,19 @@ class HostClient(LspClient):
         await super().close()
 
     async def _on_message(self, message: dict[str, Any]) -> None:
-        if "method" in message and "id" not in message:
+        """Nothing kept: a notification goes to `on_notification`, a response to its request's future
+        (the base client keeps every message, which a test wants and a process living for days not)."""
+        if "method" not in message:
+            future = self._pending.pop(message.get("id"), None)
+            if future is not None and not future.done():
+                if "error" in message:
+                    future.set_exception(ResponseError(message["error"]))
+                else:
+                    future.set_result(message.get("result"))
+        elif "id" not in message:
             self.on_notification(message)
         else:
-            await super()._on_message(message)
+            await self._answer(message)
 
 
 async def connect_host(on_notification: Notified) -> HostClient:

@@ -129,6 +129,9 @@ class Translator:
             return []  # a tool call's arguments: sent whole once complete
         if kind == "itemCompleted":
             return self.item(event.get("item") or {})
+        if kind == "turnCompleted":
+            self._streaming.clear()  # item indexes count within a turn
+            return []
         if kind == "contextUsageUpdated":
             context = event.get("context") or {}
             used, size = context.get("tokens"), context.get("window")
@@ -177,7 +180,8 @@ class Translator:
             return updates
         if kind == "toolResult":
             result = item.get("toolResult") or {}
-            call_id = self._calls.get(str(result.get("callId")), str(result.get("callId")))
+            call_id = self._calls.pop(str(result.get("callId")), str(result.get("callId")))
+            self._started.discard(call_id)  # kept only while a call waits for its result
             content: list[ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent] = []
             if text := text_of(item):
                 content.append(helpers.tool_content(helpers.text_block(text)))
