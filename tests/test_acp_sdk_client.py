@@ -12,7 +12,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import PROTOCOL_VERSION, RequestError, connect_to_agent, text_block
+from acp import (
+    PROTOCOL_VERSION,
+    RequestError,
+    audio_block,
+    connect_to_agent,
+    embedded_text_resource,
+    image_block,
+    resource_block,
+    text_block,
+)
 from acp.client.connection import ClientSideConnection
 from acp.schema import ClientCapabilities, Implementation, McpServerStdio
 from acp_helpers import RecordingClient, write_config
@@ -208,3 +217,29 @@ async def test_the_editors_mcp_servers_give_the_agent_their_tools(
     assert "mcp__editor-echo__echo" in offered
     [done] = [u for u in client.of("tool_call_update", sid) if u.get("status") == "completed"]
     assert done["rawOutput"] == "from the editor"
+
+
+async def test_images_and_embedded_files_reach_the_model(
+    editor: Editor, workspace: Path, provider: FakeProviderServer
+) -> None:
+    conn = editor.conn
+    await conn.initialize(protocol_version=PROTOCOL_VERSION)
+    sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+    provider.enqueue("openai-chat", ChatStream().text("seen").finish().response())
+    pixel = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+    prompt = [
+        text_block("what is in these?"),
+        image_block(pixel, "image/png"),
+        resource_block(embedded_text_resource("file:///p/notes.md", "# notes\nkeep it short")),
+    ]
+    assert (await conn.prompt(session_id=sid, prompt=prompt)).stop_reason == "end_turn"
+    [user] = [m for m in provider.requests_for("openai-chat")[0].json["messages"] if m["role"] == "user"]
+    parts = user["content"]
+    assert {"type": "text", "text": "what is in these?"} in parts
+    assert any(p["type"] == "image_url" and pixel in p["image_url"]["url"] for p in parts)
+    assert any(
+        p["type"] == "text" and "file:///p/notes.md" in p["text"] and "keep it short" in p["text"] for p in parts
+    )
+    with pytest.raises(RequestError) as audio:
+        await conn.prompt(session_id=sid, prompt=[audio_block("AAAA", "audio/wav")])
+    assert audio.value.data["kind"] == "invalidParams"
