@@ -243,3 +243,36 @@ async def test_images_and_embedded_files_reach_the_model(
     with pytest.raises(RequestError) as audio:
         await conn.prompt(session_id=sid, prompt=[audio_block("AAAA", "audio/wav")])
     assert audio.value.data["kind"] == "invalidParams"
+
+
+async def test_the_commands_undo_fork_and_compact(
+    editor: Editor, workspace: Path, provider: FakeProviderServer
+) -> None:
+    conn, client = editor.conn, editor.client
+    await conn.initialize(protocol_version=PROTOCOL_VERSION)
+    sid = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+    target = workspace / "b.txt"
+    target.write_text("kept\n")
+    provider.enqueue(
+        "openai-chat", write_call(target, "changed\n").response(), ChatStream().text("wrote").finish().response()
+    )
+    client.answers = ["allowOnce"]
+    await conn.prompt(session_id=sid, prompt=[text_block("change it")])
+    assert target.read_text() == "changed\n"
+
+    await conn.prompt(session_id=sid, prompt=[text_block("/undo")])
+    assert target.read_text() == "kept\n"
+    assert "Undid turn" in client.text("agent_message_chunk", sid) and str(target) in client.text(
+        "agent_message_chunk", sid
+    )
+
+    await conn.prompt(session_id=sid, prompt=[text_block("/fork")])
+    said = client.text("agent_message_chunk", sid)
+    fork_id = said.split("Forked into conversation ")[1].split(":")[0]
+    assert fork_id.startswith("conv_") and fork_id != sid
+    await conn.load_session(cwd=str(workspace), session_id=fork_id, mcp_servers=[])
+    assert client.text("user_message_chunk", fork_id) == "change it"
+
+    provider.set_default("openai-chat", ChatStream().text("a summary").finish().response())
+    await conn.prompt(session_id=sid, prompt=[text_block("/compact")])
+    assert "Compacting" in client.text("agent_message_chunk", sid)
