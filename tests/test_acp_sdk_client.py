@@ -191,6 +191,9 @@ async def test_errors_have_kinds(editor: Editor, workspace: Path) -> None:
     with pytest.raises(RequestError) as relative:
         await conn.new_session(cwd="relative/dir", mcp_servers=[])
     assert relative.value.data["kind"] == "invalidParams"
+    with pytest.raises(RequestError) as extra:
+        await conn.new_session(cwd=str(workspace), mcp_servers=[], additional_directories=["/no/such/dir"])
+    assert extra.value.data["kind"] == "invalidParams" and "$.additionalDirectories[0]" in str(extra.value)
 
 
 async def test_the_editors_mcp_servers_give_the_agent_their_tools(

@@ -27,6 +27,7 @@ from acp.schema import (
     PermissionOption,
     PromptCapabilities,
     PromptResponse,
+    SessionAdditionalDirectoriesCapabilities,
     SessionCapabilities,
     SessionConfigOptionSelect,
     SessionConfigSelectOption,
@@ -317,7 +318,9 @@ class OpenvaalaAgent:
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(image=True, audio=False, embedded_context=True),
                 mcp_capabilities=McpCapabilities(http=True, sse=False),
-                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+                session_capabilities=SessionCapabilities(
+                    list=SessionListCapabilities(), additional_directories=SessionAdditionalDirectoriesCapabilities()
+                ),
             ),
             agent_info=Implementation(name="openvaala", title="openvaala", version=__version__),
             auth_methods=[],
@@ -326,9 +329,9 @@ class OpenvaalaAgent:
     async def authenticate(self, method_id: str, **kwargs: Any) -> None:
         raise invalid_params("openvaala needs no authentication: its models are configured with `openvaala setup`")
 
-    async def _add_folder(self, cwd: str) -> None:
+    async def _add_folder(self, cwd: str, field: str) -> None:
         if not os.path.isabs(cwd) or not await asyncio.to_thread(os.path.isdir, cwd):
-            raise invalid_params(f"$.cwd: not an absolute path of a directory: {cwd!r}")
+            raise invalid_params(f"{field}: not an absolute path of a directory: {cwd!r}")
         if cwd in self.folders:
             return
         self.folders.append(cwd)
@@ -340,7 +343,9 @@ class OpenvaalaAgent:
     async def new_session(
         self, cwd: str, mcp_servers: list[Any] | None = None, additional_directories: list[str] | None = None, **_: Any
     ) -> NewSessionResponse:
-        await self._add_folder(cwd)
+        await self._add_folder(cwd, "$.cwd")
+        for index, folder in enumerate(additional_directories or []):  # the agent's workspace too
+            await self._add_folder(folder, f"$.additionalDirectories[{index}]")
         conversation = await self._request("createConversation", {"executorSettings": {"directory": cwd}})
         session = await self._open(conversation, cwd)
         await self._subscribe(await self._host(), session)
@@ -372,7 +377,9 @@ class OpenvaalaAgent:
         additional_directories: list[str] | None = None,
         **_: Any,
     ) -> LoadSessionResponse:
-        await self._add_folder(cwd)
+        await self._add_folder(cwd, "$.cwd")
+        for index, folder in enumerate(additional_directories or []):  # the agent's workspace too
+            await self._add_folder(folder, f"$.additionalDirectories[{index}]")
         old = self.sessions.pop(session_id, None)
         if old is not None:
             self.by_subscription.pop(old.subscription_id, None)
