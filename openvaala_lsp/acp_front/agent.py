@@ -129,7 +129,19 @@ class OpenvaalaAgent:
         host = await open_link(self._events.put_nowait)
         host.on_lost = self._lost
         host.handlers["openvaala/callClientTool"] = self._call_client_tool
-        options = {"clientName": self.client_name, "clientId": self.client_id, "approvals": True, "eventBatchMs": 5}
+        host.handlers["openvaala/readTextFile"] = self._read_text_file
+        host.handlers["openvaala/writeTextFile"] = self._write_text_file
+        options: dict[str, Any] = {
+            "clientName": self.client_name,
+            "clientId": self.client_id,
+            "approvals": True,
+            "eventBatchMs": 5,
+        }
+        fs = self.capabilities.fs
+        if fs is not None and fs.read_text_file:  # the file tools read what the editor holds, saved or not
+            options["readTextFile"] = True
+        if fs is not None and fs.write_text_file:  # and write through it, which records the edit
+            options["writeTextFile"] = True
         folders = [{"uri": Path(f).as_uri(), "name": os.path.basename(f) or f} for f in self.folders]
         await host.initialize({"workspaceFolders": folders or None, "initializationOptions": {"openvaala": options}})
         if self._pump is None:
@@ -292,6 +304,30 @@ class OpenvaalaAgent:
         except Exception as exc:
             logger.exception("an MCP tool of the editor failed")
             return {"content": [{"type": "text", "text": f"the tool failed: {exc}"}], "isError": True}
+
+    def _editor_session(self, params: Any) -> tuple[Client, AcpSession, str]:
+        """The editor, the ACP session of the conversation a file request names, and the file's path."""
+        params = params if isinstance(params, dict) else {}
+        session = next((s for s in self.sessions.values() if s.conversation_id == params.get("conversationId")), None)
+        path = params.get("path")
+        if self.editor is None or session is None or not isinstance(path, str):
+            raise ValueError("no ACP session of this conversation in this editor")
+        return self.editor, session, path
+
+    async def _read_text_file(self, params: Any) -> dict[str, Any]:
+        """The runtime's read_file asks for a file's text: the editor's `fs/read_text_file`."""
+        editor, session, path = self._editor_session(params)
+        answer = await editor.read_text_file(session_id=session.id, path=path)
+        return {"text": answer.content}
+
+    async def _write_text_file(self, params: Any) -> dict[str, Any]:
+        """The runtime's write_file or edit writes a file: the editor's `fs/write_text_file`."""
+        editor, session, path = self._editor_session(params)
+        text = params.get("text")
+        if not isinstance(text, str):
+            raise ValueError("writeTextFile without text")
+        await editor.write_text_file(session_id=session.id, path=path, content=text)
+        return {}
 
     def _spawn(self, work: Awaitable[Any]) -> None:
         task = asyncio.ensure_future(work)

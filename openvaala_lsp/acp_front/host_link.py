@@ -11,6 +11,7 @@ import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from openvaala_lsp.wire import framing
 from openvaala_lsp.wire.client import LspClient, ResponseError
 
 Notified = Callable[[dict[str, Any]], None]
@@ -50,6 +51,20 @@ class HostClient(LspClient):
             self.on_notification(message)
         else:
             await self._answer(message)
+
+    async def _answer(self, request: dict[str, Any]) -> None:
+        """A handler's exception is the request's error (the runtime hears why), never this link's end."""
+        try:
+            await super()._answer(request)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            error = {
+                "code": framing.INTERNAL[1],
+                "message": str(exc) or type(exc).__name__,
+                "data": {"kind": "internal"},
+            }
+            await self.send({"jsonrpc": "2.0", "id": request["id"], "error": error})
 
 
 async def connect_host(on_notification: Notified) -> HostClient:

@@ -156,8 +156,34 @@ class CallClientToolResult:
     is_error: bool = False
 
 
+@attrs.define(kw_only=True)
+class ReadTextFileParams:
+    client_id: str
+    conversation_id: str
+    path: str  # absolute, inside the conversation's workspace
+
+
+@attrs.define(kw_only=True)
+class ReadTextFileResult:
+    text: str
+
+
+@attrs.define(kw_only=True)
+class WriteTextFileParams:
+    client_id: str
+    conversation_id: str
+    path: str  # absolute, inside the conversation's workspace
+    text: str
+
+
 SERVER_REQUESTS: dict[str, RequestSpec] = {
     PREFIX + "callClientTool": RequestSpec(
         PREFIX + "callClientTool", CallClientToolParams, CallClientToolResult, "call_client_tool"
+    ),
+    PREFIX + "readTextFile": RequestSpec(
+        PREFIX + "readTextFile", ReadTextFileParams, ReadTextFileResult, "read_text_file"
+    ),
+    PREFIX + "writeTextFile": RequestSpec(
+        PREFIX + "writeTextFile", WriteTextFileParams, api.EmptyResult, "write_text_file"
     ),
 }

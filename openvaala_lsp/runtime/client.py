@@ -30,6 +30,10 @@ class Client:
     call_tool: Callable[[str, str, str, dict[str, Any]], Awaitable[dict[str, Any]]] | None = None
     # the text of a file (a real path) this client holds open, saved or not; None: it holds none
     open_buffer: Callable[[str], OpenBuffer | None] | None = None
+    # the file tools' reads and writes through this client (it declared readTextFile / writeTextFile):
+    # (conversation id, real path) -> the text it holds; (conversation id, real path, text) -> written
+    read_text: Callable[[str, str], Awaitable[str]] | None = None
+    write_text: Callable[[str, str, str], Awaitable[None]] | None = None
     subscriptions: dict[str, Subscription] = attrs.Factory(dict)
     # events a subscription may hold for this client before it is closed as too slow
     max_buffered_events: int = DEFAULT_CAPACITY

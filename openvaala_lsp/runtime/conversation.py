@@ -5,6 +5,7 @@ environment. It is each runner's `SessionHost`, and reaches the runtime only thr
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -27,7 +28,7 @@ from openvaala_lsp.runtime.session import SessionRunner
 from openvaala_lsp.runtime.skills import SkillTool, agent_skills
 from openvaala_lsp.storage.interfaces import Storage
 from openvaala_lsp.telemetry.base import Telemetry
-from openvaala_lsp.tools.base import Tool, ToolContext
+from openvaala_lsp.tools.base import EditorFiles, Tool, ToolContext
 from openvaala_lsp.tools.environment import tool_environment
 from openvaala_lsp.tools.protected import protected_paths
 
@@ -53,6 +54,8 @@ class OpenConversation:
         self.last_ordinal = 0
         self.closed = False
         self.client_servers: dict[str, tuple[Client, list[ClientMCPServer]]] = {}  # by client id
+        # the client that sent the latest input, when it reads and writes files for the file tools
+        self.file_client: Client | None = None
         self.mcp = MCPManager()
         self._mcp_started = False
         self.reconfigured = False  # definitions changed while busy: subscriptions close when idle
@@ -132,7 +135,19 @@ class OpenConversation:
             warm=self._host.sandboxes,
             protected=protected_paths(roots, sandbox.deny_read or ()),
             buffers=self._host.open_buffer,
+            editor_files=None if executor.remote else self.editor_files(),
             remote=executor.remote,
+        )
+
+    def editor_files(self) -> EditorFiles | None:
+        """The file tools' way through the editor that sent the latest input, if it offers one."""
+        client = self.file_client
+        if client is None or (client.read_text is None and client.write_text is None):
+            return None
+        return EditorFiles(
+            editor=client.name or client.client_id,
+            read=functools.partial(client.read_text, self.id) if client.read_text is not None else None,
+            write=functools.partial(client.write_text, self.id) if client.write_text is not None else None,
         )
 
     def tool_environment(self, definitions: Definitions, sandbox: Sandbox | None = None) -> dict[str, str]:

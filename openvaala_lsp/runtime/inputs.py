@@ -61,6 +61,8 @@ class Inputs:
             raise InvalidParams(f"content of about {size} bytes leaves no room in a message of {room} @ $.content")
         if params.input_id:
             queue.input_ids[params.input_id] = item.id  # before any await: the key is taken now
+        # the file tools go through the editor of the latest input when it offers its files, else the disk
+        opened.file_client = client if client.read_text is not None or client.write_text is not None else None
         await runner.add_input(PendingInput(item=item, mode=params.mode, input_id=params.input_id))
         return api.SubmitInputResult(item_id=item.id)
 

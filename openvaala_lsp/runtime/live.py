@@ -47,6 +47,8 @@ class Live:
             entry = opened.client_servers.get(client.client_id)
             if entry is not None and entry[0] is client:
                 del opened.client_servers[client.client_id]
+            if opened.file_client is client:
+                opened.file_client = None
         close(client.subscriptions.values(), ErrorInfo(kind=UNSUBSCRIBED, message="client disconnected"))
 
     # Subscribing

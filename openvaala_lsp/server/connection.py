@@ -184,6 +184,9 @@ class Connection(LanguageServer):
         if isinstance(batch_ms, (int, float)) and not isinstance(batch_ms, bool) and 0 <= batch_ms <= 1000:
             self._event_batch = batch_ms / 1000
         self.face.open_changed_files = openvaala.get("openChangedFiles") is True
+        # the file tools of its turns read and write through it (openvaala/readTextFile, writeTextFile)
+        self.client.read_text = self._read_text_file if openvaala.get("readTextFile") is True else None
+        self.client.write_text = self._write_text_file if openvaala.get("writeTextFile") is True else None
 
     # Reading
 
@@ -316,6 +319,20 @@ class Connection(LanguageServer):
         if not isinstance(result, dict):
             raise ValueError(f"callClientTool answered {type(result).__name__}, expected an object")
         return result
+
+    async def _read_text_file(self, conversation_id: str, path: str) -> str:
+        """The server->client request `openvaala/readTextFile`: the file's text as the editor holds it."""
+        params = {"clientId": self.client.client_id, "conversationId": conversation_id, "path": path}
+        result = await self.protocol.send_request_async(PREFIX + "readTextFile", params)
+        text = result.get("text") if isinstance(result, dict) else None
+        if not isinstance(text, str):
+            raise ValueError("readTextFile answered no text")
+        return text
+
+    async def _write_text_file(self, conversation_id: str, path: str, text: str) -> None:
+        """The server->client request `openvaala/writeTextFile`: the editor writes the file."""
+        params = {"clientId": self.client.client_id, "conversationId": conversation_id, "path": path, "text": text}
+        await self.protocol.send_request_async(PREFIX + "writeTextFile", params)
 
     # Subscriptions
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
@@ -51,6 +51,17 @@ def no_buffers(real: str) -> OpenBuffer | None:
     return None
 
 
+@attrs.frozen(kw_only=True)
+class EditorFiles:
+    """The files of the editor that sent the conversation's latest input, read and written through it
+    (its unsaved text, and edits it records): `read(real)` the file's text there, `write(real, text)`
+    the file written by it; None where it offers not that. Either raises when the editor fails or does not answer."""
+
+    editor: str  # who (the editor's clientName)
+    read: Callable[[str], Awaitable[str]] | None = None
+    write: Callable[[str, str], Awaitable[None]] | None = None
+
+
 @attrs.define(kw_only=True)
 class ToolContext:
     """Where and how a tool runs: the conversation's workspace directory (absolute, the cwd of
@@ -70,6 +81,8 @@ class ToolContext:
     approved_write: str | None = None  # a real path
     # the text of a file (a real path) an editor holds open, which may differ from the disk's
     buffers: Callable[[str], OpenBuffer | None] = no_buffers
+    # the editor of the conversation's latest input, when it reads and writes files for the file tools
+    editor_files: EditorFiles | None = None
     # the tools run on another machine (an ssh executor), which says itself whether its sandbox starts
     remote: bool = False
 

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import io
 import os
 import stat
-from typing import IO, Any
+from collections.abc import Awaitable
+from typing import IO, Any, TypeVar
 
 from openvaala_lsp.file_diff import change_between
 from openvaala_lsp.model import FileChange
-from openvaala_lsp.tools.base import OpenBuffer, ToolContext, ToolOutput
+from openvaala_lsp.tools.base import EditorFiles, OpenBuffer, ToolContext, ToolOutput
 from openvaala_lsp.tools.common import LocalTool, StopFlag, ToolFailure, run_in_thread
 from openvaala_lsp.tools.paths import resolve_path, writable_path
 
@@ -20,6 +22,65 @@ MAX_READ_OUTPUT = 100_000
 """Characters of numbered lines one read returns; past it the model pages with `offset`."""
 
 BINARY_SNIFF_BYTES = 8192
+
+EDITOR_TIMEOUT = 30.0
+"""Seconds the editor (`ToolContext.editor_files`) has to give or write a file's text."""
+MAX_EDITOR_TEXT = 16 * 1024 * 1024
+"""Characters of a file's text taken from the editor; a longer text is read from the disk."""
+
+T = TypeVar("T")
+
+
+class EditorFailed(Exception):
+    """The editor did not give or write a file's text: it failed, did not answer in time, or gave too much."""
+
+
+async def _ask_editor(request: Awaitable[T]) -> T:
+    try:
+        return await asyncio.wait_for(request, EDITOR_TIMEOUT)
+    except TimeoutError:
+        raise EditorFailed(f"no answer within {EDITOR_TIMEOUT:g} s") from None
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        raise EditorFailed(str(exc) or type(exc).__name__) from None
+
+
+async def editor_text(files: EditorFiles, real: str) -> str:
+    """The file's text as the editor holds it (EditorFailed when it does not give it)."""
+    assert files.read is not None
+    text = await _ask_editor(files.read(real))
+    if not isinstance(text, str):
+        raise EditorFailed(f"answered {type(text).__name__}, not text")
+    if len(text) > MAX_EDITOR_TEXT:
+        raise EditorFailed(f"a text of {len(text)} characters, over the {MAX_EDITOR_TEXT} taken from an editor")
+    return text
+
+
+async def _before_write(files: EditorFiles, path: str, real: str) -> bytes | None:
+    """What a write through the editor replaces: the editor's text where it gives it, else the disk's."""
+    if files.read is not None:
+        try:
+            return (await editor_text(files, real)).encode("utf-8", errors="surrogatepass")
+        except EditorFailed:
+            pass
+    return await asyncio.to_thread(_disk_bytes, path, real)
+
+
+async def _write_through(files: EditorFiles, path: str, real: str, text: str) -> None:
+    """The file written by the editor (which records the edit); ToolFailure when it does not."""
+    assert files.write is not None
+    if len(text) > MAX_EDITOR_TEXT:
+        raise ToolFailure(
+            f"{path} would hold {len(text)} characters, over the {MAX_EDITOR_TEXT} written through an editor"
+        )
+    try:
+        await _ask_editor(files.write(real, text))
+    except EditorFailed as exc:
+        raise ToolFailure(
+            f"{files.editor} did not write {path}: {exc}; openvaala did not write it either (read it again "
+            "before trying once more)"
+        ) from None
 
 
 def is_binary(sample: bytes) -> bool:
@@ -176,8 +237,15 @@ class ReadFileTool(LocalTool):
         offset: int = arguments["offset"]
         limit: int = arguments["limit"]
         buffer = context.buffers(real)
+        note = ""
+        files = context.editor_files
+        if files is not None and files.read is not None:
+            try:  # the text as the editor holds it, saved or not
+                buffer = OpenBuffer(text=await editor_text(files, real), editor=files.editor)
+            except EditorFailed as exc:
+                note = f"[{files.editor} did not give its text of {path} ({exc}); this is the file on disk]\n"
         text = await run_in_thread(lambda stop: _read(path, real, offset, limit, stop, buffer))
-        return ToolOutput(text=text)
+        return ToolOutput(text=note + text)
 
 
 def file_changes(real: str, before: bytes | None, after: bytes) -> list[FileChange] | None:
@@ -221,6 +289,19 @@ class WriteFileTool(LocalTool):
         path: str = arguments["path"]
         real = writable_path(path, context)
         content: str = arguments["content"]
+        files = context.editor_files
+        # a text too long for the editor is written to the disk, as with no editor
+        if files is not None and files.write is not None and len(content) <= MAX_EDITOR_TEXT:
+            if await asyncio.to_thread(os.path.isdir, real):
+                raise ToolFailure(f"is a directory, not a file: {path}")
+            before = await _before_write(files, path, real)
+            await _write_through(files, path, real, content)
+            data = content.encode("utf-8", errors="surrogatepass")
+            verb = "Overwrote" if before is not None else "Created"
+            return ToolOutput(
+                text=f"{verb} {real} through {files.editor} ({len(data)} bytes)",
+                file_changes=file_changes(real, before, data),
+            )
         buffer = context.buffers(real)
 
         def write(stop: StopFlag) -> ToolOutput:
@@ -321,6 +402,16 @@ class EditTool(LocalTool):
             raise ToolFailure("old_string and new_string are the same; there is nothing to change")
         real = writable_path(path, context)
         replace_all: bool = arguments["replace_all"]
+        files = context.editor_files
+        if files is not None and files.write is not None:
+            data = await _before_write(files, path, real)
+            if data is None:
+                raise ToolFailure(f"file not found: {path}")
+            after, text = apply_edit(path, real, data, old, new, replace_all)
+            await _write_through(files, path, real, after.decode("utf-8"))
+            return ToolOutput(
+                text=f"{text}\n[written through {files.editor}]", file_changes=file_changes(real, data, after)
+            )
         buffer = context.buffers(real)
 
         def edit(stop: StopFlag) -> ToolOutput:

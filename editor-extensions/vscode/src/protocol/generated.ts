@@ -900,6 +900,14 @@ export interface QueryResult {
   rows: unknown[][];
   truncated: boolean;
 }
+export interface ReadTextFileParams {
+  clientId: string;
+  conversationId: string;
+  path: string;
+}
+export interface ReadTextFileResult {
+  text: string;
+}
 export interface ResolveWorkspaceDirectoryParams {
   baseDirectory?: string | null;
   directory: string;
@@ -1101,6 +1109,12 @@ export interface WorkspaceFolder {
   name: string;
   path: string;
 }
+export interface WriteTextFileParams {
+  clientId: string;
+  conversationId: string;
+  path: string;
+  text: string;
+}
 
 /** Client -> server requests: params and result of each method. */
 export interface RequestMap {
@@ -1163,6 +1177,8 @@ export interface NotificationMap {
 /** Server -> client requests. */
 export interface ServerRequestMap {
   "openvaala/callClientTool": { params: CallClientToolParams; result: CallClientToolResult };
+  "openvaala/readTextFile": { params: ReadTextFileParams; result: ReadTextFileResult };
+  "openvaala/writeTextFile": { params: WriteTextFileParams; result: EmptyResult };
 }
 
 /** The fixed JSON-RPC error code of every `data.kind` (errors.json `x-codes`). */
