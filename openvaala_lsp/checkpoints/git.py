@@ -106,6 +106,7 @@ def run(
         cwd=work_tree,
         env=environment(git_dir, work_tree if git_dir is not None else None),
         check=False,
+        umask=0o077,  # the shadow repository holds copies of the user's files: theirs alone, as the history
     )
     if check and completed.returncode != 0:
         raise GitFailed(argv, completed.returncode, completed.stderr.decode(errors="replace"))

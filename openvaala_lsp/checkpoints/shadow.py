@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 
 import attrs
 
+from openvaala_lsp import paths
 from openvaala_lsp.checkpoints import git
 
 MIB = 1024 * 1024
@@ -101,7 +102,8 @@ class ShadowRepo:
         """This repository to the caller alone (threads of this process, and other processes)."""
         with self._lock:
             self._ensure()
-            with open(os.path.join(self.git_dir, "openvaala.lock"), "a") as handle:
+            lock = os.open(os.path.join(self.git_dir, "openvaala.lock"), os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            with open(lock, "a") as handle:
                 fcntl.flock(handle, fcntl.LOCK_EX)
                 try:
                     yield
@@ -115,7 +117,7 @@ class ShadowRepo:
         if not os.path.exists(os.path.join(self.git_dir, "HEAD")):
             git.run(self.executable, None, self.root_of_git_dir(), ["init", "-q", "--bare", self.git_dir])
         info = os.path.join(self.git_dir, "info")
-        os.makedirs(info, exist_ok=True)
+        os.makedirs(info, mode=0o700, exist_ok=True)
         excludes = ["# written by openvaala: what its checkpoints never hold", ".git", *self._excluded_patterns()]
         _write(os.path.join(info, "exclude"), "\n".join(excludes) + "\n")
         _write(os.path.join(info, "attributes"), ATTRIBUTES)
@@ -326,5 +328,4 @@ def _write(path: str, text: str) -> None:
     except OSError as error:
         if error.errno != errno.ENOENT:
             raise
-    with open(path, "w") as handle:
-        handle.write(text)
+    paths.write_private(path, text)

@@ -21,6 +21,8 @@ class CheckpointStore:
         self._state = state
         self._repos: dict[str, ShadowRepo] = {}
         self._lock = threading.Lock()
+        if os.path.isdir(self.root):  # made by an earlier build, perhaps with looser modes
+            paths.ensure_private_dir(self.root)
 
     @property
     def state(self) -> git.GitState:
