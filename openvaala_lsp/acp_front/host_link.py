@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from openvaala_lsp.wire import framing
-from openvaala_lsp.wire.client import LspClient, ResponseError
+from openvaala_lsp.wire.client import LspClient
 
 Notified = Callable[[dict[str, Any]], None]
 
@@ -41,12 +41,7 @@ class HostClient(LspClient):
         """Nothing kept: a notification goes to `on_notification`, a response to its request's future
         (the base client keeps every message, which a test wants and a process living for days not)."""
         if "method" not in message:
-            future = self._pending.pop(message.get("id"), None)
-            if future is not None and not future.done():
-                if "error" in message:
-                    future.set_exception(ResponseError(message["error"]))
-                else:
-                    future.set_result(message.get("result"))
+            self._settle(message)
         elif "id" not in message:
             self.on_notification(message)
         else:

@@ -218,12 +218,16 @@ class LspClient(NotificationLog):
             async with self._changed:
                 self.responses.append(message)
                 self._changed.notify_all()
-            future = self._pending.pop(message.get("id"), None)
-            if future is not None and not future.done():
-                if "error" in message:
-                    future.set_exception(ResponseError(message["error"]))
-                else:
-                    future.set_result(message.get("result"))
+            self._settle(message)
+
+    def _settle(self, response: dict[str, Any]) -> None:
+        """The waiting request's future gets the response's result or error."""
+        future = self._pending.pop(response.get("id"), None)
+        if future is not None and not future.done():
+            if "error" in response:
+                future.set_exception(ResponseError(response["error"]))
+            else:
+                future.set_result(response.get("result"))
 
     async def _answer(self, request: dict[str, Any]) -> None:
         handler = self.handlers.get(request["method"])
