@@ -33,9 +33,9 @@ def running_with(marker: str) -> list[int]:
     return found
 
 
-async def openvaala(home: Path, *args: str, wait: float) -> tuple[int, str, str]:
-    """`openvaala ARGS` with its own OPENVAALA_HOME (a host it starts stops a second after its last
-    editor): exit code, stdout, stderr."""
+async def openvaala(home: Path, *args: str, wait: float, idle: float = 1.0) -> tuple[int, str, str]:
+    """`openvaala ARGS` with its own OPENVAALA_HOME (a host it starts stops `idle` seconds after its
+    last editor): exit code, stdout, stderr."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -43,7 +43,7 @@ async def openvaala(home: Path, *args: str, wait: float) -> tuple[int, str, str]
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "OPENVAALA_HOME": str(home), "OPENVAALA_HOST_IDLE_SECONDS": "1"},
+        env={**os.environ, "OPENVAALA_HOME": str(home), "OPENVAALA_HOST_IDLE_SECONDS": str(idle)},
     )
     out, err = await asyncio.wait_for(process.communicate(), wait)
     assert process.returncode is not None
