@@ -23,7 +23,7 @@ from openvaala_lsp.tools.base import ToolContext, ToolOutput
 from openvaala_lsp.tools.common import LocalTool, StopFlag, ToolFailure
 from openvaala_lsp.tools.files import EditTool, ReadFileTool, WriteFileTool, apply_edit, file_changes, numbered_lines
 from openvaala_lsp.tools.paths import PathOutsideWorkspace, ProtectedPath
-from openvaala_lsp.tools.shell import SHELL, ShellTool, status_line
+from openvaala_lsp.tools.shell import SHELL, ShellTool, command_output
 
 MAX_REMOTE_FILE = 32 * 1024 * 1024
 
@@ -180,13 +180,4 @@ class RemoteShell(RemoteFailures, ShellTool):
         result = await run_remote(
             self.link, argv, workdir=workdir, time_limit=timeout_ms / 1000, read_limit=self.read_limit
         )
-        text = result.output.render(self.max_output)
-        if text and not text.endswith("\n"):
-            text += "\n"
-        text = note + (text or "(no output)\n") + status_line(result.exit_code, result.timed_out, timeout_ms)
-        if result.stopped_background:
-            text += (
-                "\n[background processes still attached to the output were stopped; "
-                "redirect their output to keep them running]"
-            )
-        return ToolOutput(text=text, is_error=result.timed_out or result.exit_code is None)
+        return command_output(result, self.max_output, timeout_ms, note=note)

@@ -14,7 +14,7 @@ from openvaala_lsp.tools.base import STOP_MARGIN, ToolContext, ToolOutput
 from openvaala_lsp.tools.common import LocalTool, ToolFailure
 from openvaala_lsp.tools.git_guard import guarded_environment
 from openvaala_lsp.tools.paths import resolve_path
-from openvaala_lsp.tools.process import Launch, run_process_group, start_process
+from openvaala_lsp.tools.process import Launch, ProcessResult, run_process_group, start_process
 from openvaala_lsp.tools.truncate import DEFAULT_MAX_OUTPUT, DEFAULT_READ_LIMIT
 
 DEFAULT_TIMEOUT_MS = 120_000
@@ -139,15 +139,19 @@ class ShellTool(LocalTool):
                     raise ToolFailure(f"the sandbox could not start ({error}); the command did not run") from error
             except OSError as error:
                 raise ToolFailure(f"could not start {SHELL}: {error.strerror or error}") from error
-        text = result.output.render(self.max_output)
-        if text and not text.endswith("\n"):
-            text += "\n"
-        if not text:
-            text = "(no output)\n"
-        text += status_line(result.exit_code, result.timed_out, timeout_ms)
-        if result.stopped_background:
-            text += (
-                "\n[background processes still attached to the output were stopped; "
-                "redirect their output to keep them running]"
-            )
-        return ToolOutput(text=text, is_error=result.timed_out or result.exit_code is None)
+        return command_output(result, self.max_output, timeout_ms)
+
+
+def command_output(result: ProcessResult, max_output: int, timeout_ms: int, *, note: str = "") -> ToolOutput:
+    """What the model reads of a finished command, run here or on an ssh host: `note`, its output
+    (head and tail within `max_output`), how it ended, and the background jobs it left stopped."""
+    text = result.output.render(max_output)
+    if text and not text.endswith("\n"):
+        text += "\n"
+    text = note + (text or "(no output)\n") + status_line(result.exit_code, result.timed_out, timeout_ms)
+    if result.stopped_background:
+        text += (
+            "\n[background processes still attached to the output were stopped; "
+            "redirect their output to keep them running]"
+        )
+    return ToolOutput(text=text, is_error=result.timed_out or result.exit_code is None)
