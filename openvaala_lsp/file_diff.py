@@ -22,7 +22,8 @@ CUT_MARKER = "[diff cut:"
 BINARY_SNIFF_BYTES = 8192
 AUTOJUNK_LINES = 2000
 
-_HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+# a hunk's header: old start, old length, new start, new length (a length left out is 1)
+HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _NO_NEWLINE = "\\ No newline at end of file\n"
 
 
@@ -89,10 +90,10 @@ def count_lines(diff: str) -> tuple[int, int]:
                 old_left, new_left = old_left - 1, new_left - 1
             # "\ No newline at end of file" counts for neither side
             continue
-        header = _HUNK.match(line)
+        header = HUNK_HEADER.match(line)
         if header is not None:
-            old_left = int(header.group(1) if header.group(1) is not None else 1)
-            new_left = int(header.group(2) if header.group(2) is not None else 1)
+            old_left = int(header.group(2) if header.group(2) is not None else 1)
+            new_left = int(header.group(4) if header.group(4) is not None else 1)
     return additions, deletions
 
 

@@ -6,18 +6,16 @@ give the changed regions with their context, which is what ACP clients show anyw
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-CUT_MARK = "[diff cut:"
+from openvaala_lsp.file_diff import CUT_MARKER, HUNK_HEADER
 
 
 def _hunks(diff: str) -> list[tuple[int, list[str], list[str]]]:
     """(first line of the new side, old side lines, new side lines) per hunk."""
     hunks: list[tuple[int, list[str], list[str]]] = []
     for line in diff.splitlines():
-        if match := _HUNK.match(line):
+        if match := HUNK_HEADER.match(line):
             hunks.append((int(match.group(3)), [], []))
         elif hunks and line[:1] in (" ", "-", "+"):
             _, old, new = hunks[-1]
@@ -48,7 +46,7 @@ def texts(change: dict[str, Any], current: str | None) -> tuple[str | None, str]
     if not isinstance(diff, str) or change.get("binary"):
         return None
     hunks = _hunks(diff)
-    if current is not None and CUT_MARK not in diff and kind != "delete":
+    if current is not None and CUT_MARKER not in diff and kind != "delete":
         if kind == "add":
             return None, current
         old = _unapply(current, hunks)
